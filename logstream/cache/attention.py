@@ -1,0 +1,135 @@
+"""Sink + rolling-window attention for a batch of streams: the torch reference path.
+
+For query token ``t`` of a stream (0-based stream index) with window ``w = min(t, L)``, the model
+must see ``sink ++ x[t-w .. t]`` laid out contiguously (see docs/streaming-semantics.md):
+the query sits at position ``S + w``, window token ``p`` at ``S + w - (t - p)``, sink ``i`` at ``i``.
+
+RoPE scores depend only on the difference of the two positions, so the engine never moves a key:
+  * window keys are rotated once, when written, at position ``p - base`` (``base`` is a per-stream
+    offset that keeps positions small, see ``SlotPool``/``StreamingEngine.rebase``);
+  * the query is rotated twice: at ``t - base`` to score window keys (distance ``t - p``) and at
+    ``S + w`` to score the sink keys, which were rotated at ``0 .. S-1`` (distance ``S + w - i``).
+
+One softmax runs over three blocks of keys: the shared sink prefix, the stream's ring buffer as
+it was before this call, and the keys of this call's own new tokens (causal). The new keys are
+written into the ring after the layer's attention, in place.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..model.llama import Rotary, apply_rope, grouped_attention_weights
+from .pool import SlotPool
+from .sink import SinkPrefix
+
+
+@dataclass
+class BatchPlan:
+    """Which streams a forward pass covers and where their tokens go. Built once per forward."""
+
+    slots: Tensor  # [B] pool slot of each row
+    starts: Tensor  # [B] stream index of each row's first new token (= tokens seen before)
+    lengths: Tensor  # [B] number of new tokens per row (rows are right-padded to T)
+    bases: Tensor  # [B] RoPE base offset per row
+    window: int
+    sink_length: int
+
+    @property
+    def batch(self) -> int:
+        return self.slots.shape[0]
+
+    @property
+    def width(self) -> int:
+        return int(self.lengths.max())
+
+
+class StreamingAttention:
+    """The attention backend that ``Transformer.hidden_states`` calls for every layer."""
+
+    def __init__(self, plan: BatchPlan, pool: SlotPool, sink: SinkPrefix, rotary: Rotary, dtype: torch.dtype):
+        self.pool, self.sink = pool, sink
+        device = pool.device
+        B, T, L, S = plan.batch, plan.width, plan.window, plan.sink_length
+        i = torch.arange(T, device=device)
+        t = plan.starts[:, None] + i  # [B, T] stream index of every new token
+        self.valid = i[None, :] < plan.lengths[:, None]  # [B, T]
+
+        # Rotations: window distance from stable positions, sink distance from S + w.
+        self.cos_win, self.sin_win = (x[:, None] for x in rotary.cos_sin(t - plan.bases[:, None], dtype))
+        w = torch.clamp(t, max=L)
+        self.cos_sink, self.sin_sink = (x[:, None] for x in rotary.cos_sin(S + w, dtype))
+
+        # Ring position j holds the token at distance d_j = ((start - 1 - j) mod L) + 1 before the
+        # row's first new token. Query i may see it if it is filled (d_j <= start) and inside its
+        # window (d_j + i <= L).
+        j = torch.arange(L, device=device)
+        d = torch.remainder(plan.starts[:, None] - 1 - j, L) + 1  # [B, L]
+        limit = torch.minimum(plan.starts[:, None, None], L - i[None, :, None])  # [B, T, 1]
+        self.ring_mask = d[:, None, :] <= limit  # [B, T, L]
+
+        # New tokens: causal, at most L back, and never a padded key.
+        ii, jj = i[:, None], i[None, :]
+        chunk = (jj <= ii) & (ii - jj <= L)
+        self.chunk_mask = chunk[None] & self.valid[:, None, :]  # [B, T, T]
+
+        # Where the new keys go: only each row's last min(n, L) tokens survive in the ring.
+        keep = self.valid & (i[None, :] >= plan.lengths[:, None] - L)
+        rows, cols = keep.nonzero(as_tuple=True)
+        self.write_rows, self.write_cols = rows, cols
+        self.write_slots = plan.slots[rows]
+        self.write_ring = torch.remainder(t[rows, cols], L)
+
+        self.slots = plan.slots
+        self.contiguous_slots = _as_range(plan.slots)
+
+    def _ring(self, tensor: Tensor) -> Tensor:
+        """The rows' windows of one layer: a view when the slots are consecutive, else a gather."""
+        if self.contiguous_slots is not None:
+            first, count = self.contiguous_slots
+            return tensor.narrow(0, first, count)
+        return tensor.index_select(0, self.slots)
+
+    def __call__(self, layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        B, H, T, hd = q.shape
+        Hkv = k.shape[1]
+        G = H // Hkv
+        scale = 1.0 / math.sqrt(hd)
+
+        q_win = apply_rope(q, self.cos_win, self.sin_win).view(B, Hkv, G, T, hd)
+        q_sink = apply_rope(q, self.cos_sink, self.sin_sink).view(B, Hkv, G, T, hd)
+        k_new = apply_rope(k, self.cos_win, self.sin_win)
+        ring_k, ring_v = self._ring(self.pool.keys[layer]), self._ring(self.pool.values[layer])
+        sink_k, sink_v = self.sink.keys[layer][None], self.sink.values[layer][None]
+
+        s_sink = grouped_attention_weights(q_sink, sink_k, scale)  # [B, Hkv, G, T, S]
+        s_ring = grouped_attention_weights(q_win, ring_k, scale)  # [B, Hkv, G, T, L]
+        s_new = grouped_attention_weights(q_win, k_new, scale)  # [B, Hkv, G, T, T]
+        s_ring = s_ring.masked_fill(~self.ring_mask[:, None, None], float("-inf"))
+        s_new = s_new.masked_fill(~self.chunk_mask[:, None, None], float("-inf"))
+
+        S, L = s_sink.shape[-1], s_ring.shape[-1]
+        probs = torch.softmax(torch.cat((s_sink, s_ring, s_new), dim=-1).float(), dim=-1).to(q.dtype)
+        p_sink, p_ring, p_new = probs.split((S, L, T), dim=-1)
+        out = (
+            torch.matmul(p_sink, sink_v.unsqueeze(2))
+            + torch.matmul(p_ring, ring_v.unsqueeze(2))
+            + torch.matmul(p_new, v.unsqueeze(2))
+        )
+
+        # Append this call's keys and values to the ring, in place (after reading it above).
+        self.pool.keys[layer][self.write_slots, :, self.write_ring] = k_new[self.write_rows, :, self.write_cols]
+        self.pool.values[layer][self.write_slots, :, self.write_ring] = v[self.write_rows, :, self.write_cols]
+        return out.reshape(B, H, T, hd)
+
+
+def _as_range(slots: Tensor) -> tuple[int, int] | None:
+    values = slots.tolist()
+    first = values[0]
+    if values == list(range(first, first + len(values))):
+        return first, len(values)
+    return None

@@ -1,0 +1,1 @@
+"""One module per ``logstream`` command (see ``logstream/cli.py``)."""

@@ -1,0 +1,9 @@
+"""`logstream worker`: not built yet (see the open issues)."""
+
+
+def add_arguments(p):
+    pass
+
+
+def run(args, settings) -> int:
+    raise SystemExit("logstream worker: not available yet")

@@ -1,0 +1,141 @@
+"""The one typed configuration of logstream.
+
+Every entry point (the CLI, the Faust worker, the tailer, the demo, the tests, the compose file)
+reads a ``Settings``. Values come, highest priority first, from keyword arguments, environment
+variables (``LOGSTREAM_`` prefix, ``__`` between levels: ``LOGSTREAM_KAFKA__BOOTSTRAP_SERVERS``),
+a YAML file (``--config`` or ``LOGSTREAM_CONFIG``), then the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEFAULT_MODEL_DIR = PACKAGE_DIR / "assets" / "default-model"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSettings(Section):
+    path: Path = Field(DEFAULT_MODEL_DIR, description="local Hugging Face checkpoint directory")
+    device: str = Field("auto", description="auto (cuda if present), cpu, cuda, cuda:1, ...")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+
+
+class CacheSettings(Section):
+    window_tokens: int = Field(2048, ge=1, description="L: tokens of its own history each stream keeps")
+    slots: int | None = Field(None, ge=1, description="streams resident at once (or set pool_bytes)")
+    pool_bytes: int | None = Field(None, ge=1, description="device memory for resident windows")
+    host_bytes: int | None = Field(2 << 30, ge=0, description="host memory for offloaded windows")
+    max_chunk_tokens: int = Field(256, ge=1)
+    sink_tokens: list[int] | None = Field(None, description="default: the model's BOS (or EOS) token")
+    preamble: bool = Field(True, description="prime the sink prefix with the model's pattern preamble")
+
+    @model_validator(mode="after")
+    def _one_size(self):
+        if self.slots is not None and self.pool_bytes is not None:
+            raise ValueError("set cache.slots or cache.pool_bytes, not both")
+        return self
+
+
+class ScoringSettings(Section):
+    stream_key: str | None = Field(
+        None, description="regex whose first match (or group 1) keys the stream inside a line, e.g. blk_-?\\d+; "
+        "default: the Kafka message key")
+    threshold: float | None = Field(None, description="override the model's calibrated threshold")
+    warmup_tokens: int = Field(0, ge=0, description="tokens a new stream sees before it may alert")
+
+
+class KafkaSettings(Section):
+    bootstrap_servers: str | None = Field(None, description="host:port[,host:port]; none = embedded broker")
+    input_topic: str = "logstream-lines"
+    alerts_topic: str = "logstream-alerts"
+    dead_letter_topic: str = "logstream-dead-letter"
+    partitions: int = Field(4, ge=1)
+    replication_factor: int = Field(1, ge=1)
+    consumer_group: str = "logstream-worker"
+
+
+class WebhookSettings(Section):
+    url: str
+    secret: str | None = Field(None, description="Standard Webhooks secret (whsec_<base64>)")
+    format: Literal["standard", "alertmanager-webhook"] = "standard"
+
+
+class AlertSettings(Section):
+    webhooks: list[WebhookSettings] = []
+    alertmanager_url: str | None = Field(None, description="base URL; alerts go to POST /api/v2/alerts")
+    max_attempts: int = Field(6, ge=1)
+    backoff_initial_s: float = Field(0.5, gt=0)
+    backoff_max_s: float = Field(30.0, gt=0)
+    queue_size: int = Field(10_000, ge=1)
+    group_window_s: float = Field(60.0, ge=0, description="same anomaly, same stream: one alert per window")
+
+
+class MetricsSettings(Section):
+    port: int | None = Field(9464, description="Prometheus endpoint port; none disables it")
+
+
+class WorkerSettings(Section):
+    batch_size: int = Field(256, ge=1, description="lines per micro-batch")
+    batch_within_s: float = Field(0.05, gt=0, description="longest wait to fill a micro-batch")
+
+
+class YamlSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls, path: Path | None):
+        super().__init__(settings_cls)
+        self.path = path
+
+    def get_field_value(self, field, field_name):  # required by the base class, unused
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        if not self.path.exists():
+            raise FileNotFoundError(f"config file {self.path} does not exist")
+        data = yaml.safe_load(self.path.read_text()) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"config file {self.path} must hold a mapping of sections")
+        return data
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LOGSTREAM_", env_nested_delimiter="__", extra="forbid")
+
+    model: ModelSettings = ModelSettings()
+    cache: CacheSettings = CacheSettings()
+    scoring: ScoringSettings = ScoringSettings()
+    kafka: KafkaSettings = KafkaSettings()
+    alerts: AlertSettings = AlertSettings()
+    metrics: MetricsSettings = MetricsSettings()
+    worker: WorkerSettings = WorkerSettings()
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        path = os.environ.get("LOGSTREAM_CONFIG")
+        return init_settings, env_settings, YamlSource(settings_cls, Path(path) if path else None)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, **overrides) -> "Settings":
+        """Settings from a YAML file (or $LOGSTREAM_CONFIG), the environment and overrides."""
+        if path is None:
+            return cls(**overrides)
+        previous = os.environ.get("LOGSTREAM_CONFIG")
+        os.environ["LOGSTREAM_CONFIG"] = str(path)
+        try:
+            return cls(**overrides)
+        finally:
+            if previous is None:
+                del os.environ["LOGSTREAM_CONFIG"]
+            else:
+                os.environ["LOGSTREAM_CONFIG"] = previous

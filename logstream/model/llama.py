@@ -1,0 +1,209 @@
+"""A Llama-family decoder (Llama, Mistral, Qwen2) in plain PyTorch.
+
+RMSNorm, rotary position embeddings, grouped-query attention and a SwiGLU MLP, in the style of
+gpt-fast and nanoGPT. The model knows nothing about caches or positions: every attention layer
+hands its (un-rotated) queries, keys and values to an ``Attention`` backend, which applies RoPE,
+reads and writes whatever cache it keeps, and returns the attention output. ``DenseAttention``
+below is the plain causal backend (training-free reference, sink-prefix priming, baselines);
+``logstream.cache`` provides the streaming one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+@dataclass(frozen=True)
+class ModelArgs:
+    vocab_size: int
+    dim: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+    qkv_bias: bool = False  # Qwen2 has biases on q, k and v
+    o_bias: bool = False
+    mlp_bias: bool = False
+    tie_word_embeddings: bool = False
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        # Normalise in float32 like the reference implementation, whatever the model dtype.
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+# --- Rotary position embeddings -------------------------------------------------------------
+
+
+class Rotary:
+    """RoPE tables computed on demand for arbitrary (possibly per-token) positions.
+
+    Angles are computed in float64 so that the error does not grow with the position; only the
+    final cos/sin are cast to the model dtype.
+    """
+
+    def __init__(self, inv_freq: Tensor, attention_scaling: float = 1.0):
+        self.inv_freq = inv_freq.double()
+        self.scaling = attention_scaling
+
+    def cos_sin(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """positions: integer tensor of any shape -> cos, sin of shape positions.shape + (head_dim,)."""
+        inv = self.inv_freq.to(positions.device)
+        freqs = positions.double().unsqueeze(-1) * inv
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return (emb.cos() * self.scaling).to(dtype), (emb.sin() * self.scaling).to(dtype)
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """x: [..., T, head_dim]; cos/sin broadcastable to x."""
+    return x * cos + rotate_half(x) * sin
+
+
+# --- Attention backends -----------------------------------------------------------------------
+
+
+class Attention(Protocol):
+    """What a decoder layer needs from a cache: attention over whatever context it keeps."""
+
+    def __call__(self, layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        """q: [B, H, T, hd], k/v: [B, Hkv, T, hd], none rotated yet -> output [B, H, T, hd]."""
+        ...
+
+
+def grouped_attention_weights(q: Tensor, k: Tensor, scale: float) -> Tensor:
+    """Scores of q [B, Hkv, G, T, hd] against k [B or 1, Hkv, K, hd] -> [B, Hkv, G, T, K].
+
+    Grouped-query attention without copying keys: the G query heads that share a KV head are a
+    separate axis that broadcasts against it.
+    """
+    return torch.matmul(q, k.unsqueeze(2).transpose(-1, -2)) * scale
+
+
+class DenseAttention:
+    """Plain causal attention over one contiguous sequence per batch row (no cache).
+
+    ``positions`` [B, T] are the RoPE positions; ``keys_out``, when given, collects each layer's
+    rotated keys and values (used to prime the shared sink prefix).
+    """
+
+    def __init__(self, rotary: Rotary, positions: Tensor, valid: Tensor | None = None,
+                 keys_out: list | None = None):
+        self.rotary = rotary
+        self.positions = positions
+        self.valid = valid  # [B, T] bool; padded keys are never attended to
+        self.keys_out = keys_out
+
+    def __call__(self, layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        B, H, T, hd = q.shape
+        Hkv = k.shape[1]
+        cos, sin = self.rotary.cos_sin(self.positions, q.dtype)  # [B, T, hd]
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if self.keys_out is not None:
+            self.keys_out.append((k, v))
+        mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+        if self.valid is not None:
+            mask = mask & self.valid[:, None, None, None, :]
+        out = F.scaled_dot_product_attention(
+            q.view(B, Hkv, H // Hkv, T, hd), k.unsqueeze(2), v.unsqueeze(2), attn_mask=mask,
+            scale=1.0 / math.sqrt(hd),
+        )
+        return out.reshape(B, H, T, hd)
+
+
+# --- The decoder ------------------------------------------------------------------------------
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.head_dim = args.n_heads, args.n_kv_heads, args.head_dim
+        self.q_proj = nn.Linear(args.dim, args.n_heads * args.head_dim, bias=args.qkv_bias)
+        self.k_proj = nn.Linear(args.dim, args.n_kv_heads * args.head_dim, bias=args.qkv_bias)
+        self.v_proj = nn.Linear(args.dim, args.n_kv_heads * args.head_dim, bias=args.qkv_bias)
+        self.o_proj = nn.Linear(args.n_heads * args.head_dim, args.dim, bias=args.o_bias)
+
+    def forward(self, x: Tensor, layer: int, attention: Attention) -> Tensor:
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        out = attention(layer, q, k, v)
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.gate_proj = nn.Linear(args.dim, args.intermediate_size, bias=args.mlp_bias)
+        self.up_proj = nn.Linear(args.dim, args.intermediate_size, bias=args.mlp_bias)
+        self.down_proj = nn.Linear(args.intermediate_size, args.dim, bias=args.mlp_bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, args: ModelArgs):
+        super().__init__()
+        self.input_layernorm = RMSNorm(args.dim, args.norm_eps)
+        self.self_attn = SelfAttention(args)
+        self.post_attention_layernorm = RMSNorm(args.dim, args.norm_eps)
+        self.mlp = FeedForward(args)
+
+    def forward(self, x: Tensor, layer: int, attention: Attention) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), layer, attention)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Transformer(nn.Module):
+    """Parameter names follow Hugging Face's ``LlamaForCausalLM`` so checkpoints load as they are."""
+
+    def __init__(self, args: ModelArgs, rotary: Rotary):
+        super().__init__()
+        self.args = args
+        self.rotary = rotary
+        self.embed_tokens = nn.Embedding(args.vocab_size, args.dim)
+        self.layers = nn.ModuleList(DecoderLayer(args) for _ in range(args.n_layers))
+        self.norm = RMSNorm(args.dim, args.norm_eps)
+        self.lm_head = nn.Linear(args.dim, args.vocab_size, bias=False)
+        if args.tie_word_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def hidden_states(self, tokens: Tensor, attention: Attention) -> Tensor:
+        """tokens [B, T] -> final normalised hidden states [B, T, dim]."""
+        x = self.embed_tokens(tokens)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, i, attention)
+        return self.norm(x)
+
+    def logits(self, hidden: Tensor) -> Tensor:
+        return self.lm_head(hidden).float()
+
+    def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
+        """Dense causal forward: tokens [B, T] -> logits [B, T, vocab] (float32)."""
+        if positions is None:
+            positions = torch.arange(tokens.shape[1], device=tokens.device).expand_as(tokens)
+        return self.logits(self.hidden_states(tokens, DenseAttention(self.rotary, positions)))

@@ -1,0 +1,1 @@
+"""The streaming service: Kafka topics, the Faust worker, alert sinks, the tailer, metrics."""
