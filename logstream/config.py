@@ -89,6 +89,17 @@ class WorkerSettings(Section):
     batch_within_s: float = Field(0.05, gt=0, description="longest wait to fill a micro-batch")
 
 
+class TailSettings(Section):
+    checkpoint_path: Path = Field(Path("logstream-tail.checkpoint.json"), description="offsets, saved atomically")
+    start_at: Literal["beginning", "end"] = Field("beginning", description="where to start a file never seen")
+    max_line_bytes: int = Field(16_384, ge=64, description="longer lines are cut and marked truncated")
+    poll_interval_s: float = Field(0.2, gt=0)
+    max_inflight_lines: int = Field(10_000, ge=1, description="unacknowledged lines before reading pauses")
+    forget_after_s: float = Field(7 * 24 * 3600, gt=0, description="drop checkpoints of files gone this long")
+    stream_from: Literal["path", "name", "host"] = Field("path", description="stream key: file path, file name, "
+                                                          "or this host's name")
+
+
 class YamlSource(PydanticBaseSettingsSource):
     def __init__(self, settings_cls, path: Path | None):
         super().__init__(settings_cls)
@@ -118,6 +129,7 @@ class Settings(BaseSettings):
     alerts: AlertSettings = AlertSettings()
     metrics: MetricsSettings = MetricsSettings()
     worker: WorkerSettings = WorkerSettings()
+    tail: TailSettings = TailSettings()
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,

@@ -1,0 +1,47 @@
+"""Prometheus metrics of the service, all in one place.
+
+One prefix (``logstream_``), base units, counters ending in ``_total``, and no high-cardinality
+labels (never a stream id or a log line).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+ENTRIES_SCORED = Counter("logstream_entries_scored_total", "log entries scored", registry=REGISTRY)
+TOKENS_SCORED = Counter("logstream_tokens_scored_total", "tokens scored", registry=REGISTRY)
+SCORING_LATENCY = Histogram(
+    "logstream_scoring_latency_seconds", "time to score one micro-batch", registry=REGISTRY,
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+INGEST_TO_SCORE = Histogram(
+    "logstream_ingest_to_score_seconds", "time from the message's Kafka timestamp to its score",
+    registry=REGISTRY, buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+BATCH_SIZE = Histogram("logstream_batch_size_entries", "entries per scored micro-batch", registry=REGISTRY,
+                       buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
+SCORES = Histogram("logstream_anomaly_score", "anomaly scores of scored entries", registry=REGISTRY,
+                   buckets=(0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 20))
+ALERTS = Counter("logstream_alerts_total", "alerts raised, by sink", ["sink"], registry=REGISTRY)
+ALERTS_SUPPRESSED = Counter("logstream_alerts_grouped_total",
+                            "anomalies folded into an already open alert group", registry=REGISTRY)
+SINK_FAILURES = Counter("logstream_sink_failures_total", "failed delivery attempts, by sink", ["sink"],
+                        registry=REGISTRY)
+SINK_RETRIES = Counter("logstream_sink_retries_total", "delivery retries, by sink", ["sink"], registry=REGISTRY)
+SINK_QUEUE = Gauge("logstream_sink_queue_entries", "alerts waiting for delivery, by sink", ["sink"],
+                   registry=REGISTRY)
+DEAD_LETTERS = Counter("logstream_dead_letters_total", "records sent to the dead-letter topic, by reason kind",
+                       ["kind"], registry=REGISTRY)
+CACHE_SLOTS_IN_USE = Gauge("logstream_cache_slots_in_use", "pool slots holding a stream window",
+                           registry=REGISTRY)
+CACHE_SLOTS = Gauge("logstream_cache_slots", "pool slots in all", registry=REGISTRY)
+CACHE_DEVICE_BYTES = Gauge("logstream_cache_device_bytes", "bytes of the resident window pool",
+                           registry=REGISTRY)
+CACHE_HOST_BYTES = Gauge("logstream_cache_host_bytes", "bytes of windows offloaded to host memory",
+                         registry=REGISTRY)
+CACHE_STREAMS = Gauge("logstream_cache_streams", "streams known to the engine", registry=REGISTRY)
+CONSUMER_LAG = Gauge("logstream_consumer_lag_messages", "input messages not yet consumed, summed over partitions",
+                     registry=REGISTRY)
+TAILER_LINES = Counter("logstream_tailer_lines_total", "lines the tailer handed to Kafka", registry=REGISTRY)
+TAILER_TRUNCATED = Counter("logstream_tailer_truncated_lines_total", "lines cut at the length cap",
+                           registry=REGISTRY)
