@@ -78,6 +78,15 @@ class AlertSettings(Section):
     backoff_max_s: float = Field(30.0, gt=0)
     queue_size: int = Field(10_000, ge=1)
     group_window_s: float = Field(60.0, ge=0, description="same anomaly, same stream: one alert per window")
+    max_groups: int = Field(10_000, ge=1, description="open alert groups kept; the oldest is evicted beyond")
+    delivery_tasks: int = Field(4, ge=1, description="concurrent deliveries per sink")
+    request_timeout_s: float = Field(10.0, gt=0, description="one delivery attempt, connect to last byte")
+    retry_after_max_s: float = Field(300.0, gt=0, description="a longer Retry-After dead-letters the alert "
+                                     "instead of blocking a delivery task")
+    severity: str = Field("warning", description="severity label of alerts in Alertmanager formats")
+    external_url: str | None = Field(None, description="link back to logstream (externalURL, generatorURL)")
+    resolve_after_s: float = Field(300.0, gt=0, description="Alertmanager resolves an alert not re-sent "
+                                   "for this long (endsAt)")
 
 
 class MetricsSettings(Section):
@@ -98,6 +107,11 @@ class TailSettings(Section):
     forget_after_s: float = Field(7 * 24 * 3600, gt=0, description="drop checkpoints of files gone this long")
     stream_from: Literal["path", "name", "host"] = Field("path", description="stream key: file path, file name, "
                                                           "or this host's name")
+    rotate_wait_s: float = Field(5.0, ge=0, description="keep reading a file rotated away (renamed or deleted) "
+                                 "until it has been quiet this long")
+    checkpoint_interval_s: float = Field(1.0, gt=0, description="how often acknowledged offsets are saved")
+    ack_timeout_s: float = Field(30.0, gt=0, description="longest wait for Kafka to acknowledge a line "
+                                 "before the tailer stops with an error")
 
 
 class YamlSource(PydanticBaseSettingsSource):

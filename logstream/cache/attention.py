@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..model.llama import Rotary, apply_rope, grouped_attention_weights
+from ..model.llama import Rotary, apply_rope
 from .pool import SlotPool
 from .sink import SinkPrefix
 
@@ -97,29 +97,37 @@ class StreamingAttention:
     def __call__(self, layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         B, H, T, hd = q.shape
         Hkv = k.shape[1]
-        G = H // Hkv
-        scale = 1.0 / math.sqrt(hd)
+        q = q * (1.0 / math.sqrt(hd))  # scale the queries once instead of every score
 
-        q_win = apply_rope(q, self.cos_win, self.sin_win).view(B, Hkv, G, T, hd)
-        q_sink = apply_rope(q, self.cos_sink, self.sin_sink).view(B, Hkv, G, T, hd)
+        # Grouped-query attention: the G = H / Hkv query heads sharing a KV head are laid out as
+        # G*T rows against that head's keys, so every product is a plain batched matmul.
+        q_win = apply_rope(q, self.cos_win, self.sin_win).reshape(B, Hkv, -1, hd)
+        q_sink = apply_rope(q, self.cos_sink, self.sin_sink).reshape(B, Hkv, -1, hd)
         k_new = apply_rope(k, self.cos_win, self.sin_win)
         ring_k, ring_v = self._ring(self.pool.keys[layer]), self._ring(self.pool.values[layer])
-        sink_k, sink_v = self.sink.keys[layer][None], self.sink.values[layer][None]
+        sink_k, sink_v = self.sink.keys[layer], self.sink.values[layer]
 
-        s_sink = grouped_attention_weights(q_sink, sink_k, scale)  # [B, Hkv, G, T, S]
-        s_ring = grouped_attention_weights(q_win, ring_k, scale)  # [B, Hkv, G, T, L]
-        s_new = grouped_attention_weights(q_win, k_new, scale)  # [B, Hkv, G, T, T]
-        s_ring = s_ring.masked_fill(~self.ring_mask[:, None, None], float("-inf"))
-        s_new = s_new.masked_fill(~self.chunk_mask[:, None, None], float("-inf"))
+        def scores(queries: Tensor, keys: Tensor, mask: Tensor | None) -> Tensor:
+            s = torch.matmul(queries, keys.transpose(-1, -2)).view(B, Hkv, H // Hkv, T, -1)
+            return s if mask is None else s.masked_fill_(~mask[:, None, None], float("-inf"))
 
-        S, L = s_sink.shape[-1], s_ring.shape[-1]
-        probs = torch.softmax(torch.cat((s_sink, s_ring, s_new), dim=-1).float(), dim=-1).to(q.dtype)
-        p_sink, p_ring, p_new = probs.split((S, L, T), dim=-1)
-        out = (
-            torch.matmul(p_sink, sink_v.unsqueeze(2))
-            + torch.matmul(p_ring, ring_v.unsqueeze(2))
-            + torch.matmul(p_new, v.unsqueeze(2))
+        # One softmax over [sink | ring | new] keys, computed block by block without concatenating
+        # them: each block's softmax is rescaled by its share of the total mass, exp(lse_b - lse).
+        blocks = (
+            (scores(q_sink, sink_k, None), sink_v),  # sinks: always visible
+            (scores(q_win, ring_k, self.ring_mask), ring_v),  # the ring as it was before this call
+            (scores(q_win, k_new, self.chunk_mask), v),  # this call's tokens, causal
         )
+        lse = [torch.logsumexp(s.float(), dim=-1, keepdim=True) for s, _ in blocks]
+        total = torch.logsumexp(torch.stack(lse), dim=0)
+        out = None
+        for (s, values), block_lse in zip(blocks, lse):
+            weights = torch.softmax(s, dim=-1).view(B, Hkv, -1, s.shape[-1])
+            share = torch.exp(block_lse - total).view(B, Hkv, -1, 1)
+            # A row with no visible key in this block (an empty ring) has NaN weights and no share.
+            part = torch.matmul(weights, values).float().nan_to_num_(0.0) * share
+            out = part if out is None else out.add_(part)
+        out = out.to(q.dtype)
 
         # Append this call's keys and values to the ring, in place (after reading it above).
         self.pool.keys[layer][self.write_slots, :, self.write_ring] = k_new[self.write_rows, :, self.write_cols]

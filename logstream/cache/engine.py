@@ -161,9 +161,11 @@ class StreamingEngine:
 
         # Token i is predicted by the hidden state before it: the stream's last one for i = 0.
         predictors = torch.cat((self.pool.last_hidden[plan.slots][:, None], hidden[:, :-1]), dim=1)
-        logprobs_all = torch.log_softmax(self.model.logits(predictors), dim=-1)  # [B, T, V]
+        logits = self.model.logits(predictors)  # [B, T, V] float32
+        logprobs_all = torch.log_softmax(logits, dim=-1)
         token_logprobs = logprobs_all.gather(-1, tokens[..., None])[..., 0]
-        entropy = torch.special.entr(logprobs_all.exp()).sum(-1)
+        # H = -sum p log p; with p from softmax (exp of tiny log-probs underflows to denormals, slowly).
+        entropy = -(torch.softmax(logits, dim=-1) * logprobs_all).sum(-1)
         next_all = torch.log_softmax(self.model.logits(hidden), dim=-1) if return_distributions else None
 
         out = []

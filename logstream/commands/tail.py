@@ -1,9 +1,58 @@
-"""`logstream tail`: not built yet (see the open issues)."""
+"""``logstream tail PATH|GLOB ...``: follow log files into the input topic, at least once."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
 
 
 def add_arguments(p):
-    pass
+    p.add_argument("paths", nargs="+", metavar="PATH|GLOB",
+                   help="files to follow; quote globs ('/var/log/app/*.log') so they are expanded on every "
+                        "poll and new files are picked up")
+    p.add_argument("--checkpoint", type=Path, help="offsets file (default: tail.checkpoint_path)")
+    p.add_argument("--start-at", choices=["beginning", "end"],
+                   help="where to start in a file with no checkpoint when the tailer starts "
+                        "(default: tail.start_at); files that appear later are read from the beginning")
+    p.add_argument("--bootstrap-servers",
+                   help="Kafka host:port[,host:port] (default: kafka.bootstrap_servers)")
+    p.add_argument("--once", action="store_true",
+                   help="read every file to its end, wait for Kafka's acknowledgements, save the checkpoint "
+                        "and exit (batch loads, tests)")
 
 
 def run(args, settings) -> int:
-    raise SystemExit("logstream tail: not available yet")
+    from aiokafka.errors import KafkaError
+
+    from ..service.tailer import FileTailer, TailerError
+    from ..service.topics import KafkaUnavailable
+
+    tail_updates = {"checkpoint_path": args.checkpoint, "start_at": args.start_at}
+    tail = settings.tail.model_copy(update={k: v for k, v in tail_updates.items() if v is not None})
+    kafka = settings.kafka
+    if args.bootstrap_servers:
+        kafka = kafka.model_copy(update={"bootstrap_servers": args.bootstrap_servers})
+    tailer = FileTailer(args.paths, tail, kafka)
+    try:
+        asyncio.run(_tail_until_signalled(tailer, args.once))
+    except (TailerError, KafkaUnavailable, KafkaError) as exc:
+        print(f"logstream tail: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _tail_until_signalled(tailer, once: bool) -> None:
+    """Run the tailer; the first SIGINT/SIGTERM stops it cleanly (flush, acks, checkpoint)."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def request_stop():
+        stop.set()
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal stops at once
+            loop.remove_signal_handler(sig)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, request_stop)
+    await tailer.run(stop, once=once)

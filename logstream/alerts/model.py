@@ -1,0 +1,113 @@
+"""The alert record: what the worker publishes to the alerts topic and what the sinks deliver.
+
+Versioned (``schema_version``) so that consumers can tell old records from new ones. ``alert_id``
+is derived from the stream, the anomaly's group and its first offset, so a retry, a re-send after
+a restart or a count update of the same group all carry the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from logstream.templates import mask_line
+
+SCHEMA_VERSION = 1
+
+
+class SurprisingToken(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    logprob: float = Field(..., description="log p(token | context), natural log")
+
+
+class Explanation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    surprising_tokens: list[SurprisingToken] = Field(default_factory=list,
+                                                     description="most surprising first")
+    nearest_template: str | None = None
+    template_similarity: float | None = None
+    summary: str = ""
+
+
+def to_utc(value: datetime) -> datetime:
+    """Aware datetimes converted to UTC; naive ones are taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value.astimezone(timezone.utc)
+
+
+def anomaly_fingerprint(template: str | None, line: str) -> str:
+    """Short stable id of "the same anomaly": its template, or the line with variable fields masked."""
+    basis = f"template\0{template}" if template is not None else f"masked\0{mask_line(line)}"
+    return hashlib.sha256(basis.encode()).hexdigest()[:16]
+
+
+def stable_alert_id(stream: str, fingerprint: str, partition: int | None, offset: int | None,
+                    time: datetime) -> str:
+    # Without a Kafka offset (embedded runs, replays from files) the entry's time is the next most
+    # stable thing that identifies the first anomaly of the group.
+    position = f"{partition}:{offset}" if offset is not None else f"time:{to_utc(time).isoformat()}"
+    return hashlib.sha256(f"{stream}\0{fingerprint}\0{position}".encode()).hexdigest()[:32]
+
+
+class Alert(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    alert_id: str = Field("", description="stable id; computed from stream, group and first offset if empty")
+    stream: str
+    partition: int | None = None
+    offset: int | None = None
+    time: datetime = Field(..., description="time of the (first) anomalous entry, UTC")
+    line: str
+    score: float
+    threshold: float
+    explanation: Explanation = Field(default_factory=Explanation)
+    template: str | None = None
+    model_version: str
+    count: int = Field(1, ge=1, description="anomalies folded into this alert")
+    first_seen: datetime = Field(..., description="default: time")
+    last_seen: datetime = Field(..., description="default: time")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seen_defaults_to_time(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "time" in data:
+            data = dict(data)
+            data.setdefault("first_seen", data["time"])
+            data.setdefault("last_seen", data["time"])
+        return data
+
+    @field_validator("time", "first_seen", "last_seen")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return to_utc(value)
+
+    @model_validator(mode="after")
+    def _stable_id(self) -> "Alert":
+        if not self.alert_id:
+            self.alert_id = stable_alert_id(self.stream, self.fingerprint, self.partition, self.offset,
+                                            self.time)
+        return self
+
+    @property
+    def fingerprint(self) -> str:
+        """The group's id within its stream (low cardinality: usable as a label)."""
+        return anomaly_fingerprint(self.template, self.line)
+
+    @property
+    def group_key(self) -> tuple[str, str]:
+        return self.stream, self.fingerprint
+
+    def to_bytes(self) -> bytes:
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes | str) -> "Alert":
+        return cls.model_validate_json(data)

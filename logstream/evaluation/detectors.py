@@ -1,0 +1,26 @@
+"""The detectors ``logstream eval`` can run, by name.
+
+Each entry builds one fresh detector for a split; the language-model detectors go here too.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from .baselines import DrainNoveltyDetector
+from .detector import Detector
+from .spec import EvalSpec
+
+# name -> builder(spec, settings, args); a builder runs once per split, so detectors start fresh
+DETECTORS: dict[str, Callable[..., Detector]] = {
+    "drain-novelty": lambda spec, settings, args: DrainNoveltyDetector(content_pattern=spec.content),
+}
+
+
+def build_detectors(spec: EvalSpec, settings, args) -> list[Detector]:
+    """The detectors selected by ``args.detectors`` (all when it is empty or absent)."""
+    wanted = list(getattr(args, "detectors", None) or DETECTORS)
+    unknown = [name for name in wanted if name not in DETECTORS]
+    if unknown:
+        raise ValueError(f"unknown detector(s) {unknown}; available: {sorted(DETECTORS)}")
+    return [DETECTORS[name](spec, settings, args) for name in wanted]
