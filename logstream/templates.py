@@ -19,7 +19,7 @@ DEFAULT_MASKS: tuple[tuple[str, str], ...] = (
     (r"blk_-?\d+", "BLK"),
     (r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b", "IP"),
     (r"\b0x[0-9a-fA-F]+\b", "HEX"),
-    (r"\b[0-9a-fA-F]{8,}\b", "HEX"),
+    (r"\b(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b", "HEX"),  # not plain numbers: those are NUM
     (r"(?<![\w.])/(?:[\w.\-$]+/)+[\w.\-$]*", "PATH"),
     (r"(?<![A-Za-z])[-+]?\d+(?:\.\d+)?(?![A-Za-z])", "NUM"),
 )
