@@ -70,12 +70,15 @@ class StreamingAttention:
         j = torch.arange(L, device=device)
         d = torch.remainder(plan.starts[:, None] - 1 - j, L) + 1  # [B, L]
         limit = torch.minimum(plan.starts[:, None, None], L - i[None, :, None])  # [B, T, 1]
-        self.ring_mask = d[:, None, :] <= limit  # [B, T, L]
+        ring_mask = d[:, None, :] <= limit  # [B, T, L]
 
         # New tokens: causal, at most L back, and never a padded key.
         ii, jj = i[:, None], i[None, :]
         chunk = (jj <= ii) & (ii - jj <= L)
-        self.chunk_mask = chunk[None] & self.valid[:, None, :]  # [B, T, T]
+        chunk_mask = chunk[None] & self.valid[:, None, :]  # [B, T, T]
+        # As additive biases (0 or -inf), broadcast over heads: [B, 1, 1, T, keys].
+        self.ring_bias = _bias(ring_mask, dtype)
+        self.chunk_bias = _bias(chunk_mask, dtype)
 
         # Where the new keys go: only each row's last min(n, L) tokens survive in the ring.
         keep = self.valid & (i[None, :] >= plan.lengths[:, None] - L)
@@ -107,32 +110,39 @@ class StreamingAttention:
         ring_k, ring_v = self._ring(self.pool.keys[layer]), self._ring(self.pool.values[layer])
         sink_k, sink_v = self.sink.keys[layer], self.sink.values[layer]
 
-        def scores(queries: Tensor, keys: Tensor, mask: Tensor | None) -> Tensor:
+        def scores(queries: Tensor, keys: Tensor, bias: Tensor | None) -> Tensor:
             s = torch.matmul(queries, keys.transpose(-1, -2)).view(B, Hkv, H // Hkv, T, -1)
-            return s if mask is None else s.masked_fill_(~mask[:, None, None], float("-inf"))
+            return s if bias is None else s.add_(bias)
 
         # One softmax over [sink | ring | new] keys, computed block by block without concatenating
-        # them: each block's softmax is rescaled by its share of the total mass, exp(lse_b - lse).
+        # them: each block keeps its own running max m_b, exp-sum z_b and weighted values, and the
+        # blocks are merged with weights exp(m_b - max_b m_b) (the "online softmax" of FlashAttention).
         blocks = (
             (scores(q_sink, sink_k, None), sink_v),  # sinks: always visible
-            (scores(q_win, ring_k, self.ring_mask), ring_v),  # the ring as it was before this call
-            (scores(q_win, k_new, self.chunk_mask), v),  # this call's tokens, causal
+            (scores(q_win, ring_k, self.ring_bias), ring_v),  # the ring as it was before this call
+            (scores(q_win, k_new, self.chunk_bias), v),  # this call's tokens, causal
         )
-        lse = [torch.logsumexp(s.float(), dim=-1, keepdim=True) for s, _ in blocks]
-        total = torch.logsumexp(torch.stack(lse), dim=0)
-        out = None
-        for (s, values), block_lse in zip(blocks, lse):
-            weights = torch.softmax(s, dim=-1).view(B, Hkv, -1, s.shape[-1])
-            share = torch.exp(block_lse - total).view(B, Hkv, -1, 1)
-            # A row with no visible key in this block (an empty ring) has NaN weights and no share.
-            part = torch.matmul(weights, values).float().nan_to_num_(0.0) * share
-            out = part if out is None else out.add_(part)
-        out = out.to(q.dtype)
+        maxima, sums, outs = [], [], []
+        for s, values in blocks:
+            m = s.amax(-1, keepdim=True)  # -inf where a row sees no key of this block (empty ring)
+            e = s.sub_(m.masked_fill(m == float("-inf"), 0.0)).exp_()
+            maxima.append(m.float())
+            sums.append(e.sum(-1, keepdim=True, dtype=torch.float32))
+            outs.append(torch.matmul(e.view(B, Hkv, -1, e.shape[-1]), values).view(B, Hkv, -1, T, hd).float())
+        top = torch.maximum(torch.maximum(maxima[0], maxima[1]), maxima[2])  # finite: sinks are always seen
+        weights = [torch.exp(m - top) for m in maxima]
+        total = sum(z * w for z, w in zip(sums, weights))
+        out = (sum(o * w for o, w in zip(outs, weights)) / total).to(q.dtype)
 
         # Append this call's keys and values to the ring, in place (after reading it above).
         self.pool.keys[layer][self.write_slots, :, self.write_ring] = k_new[self.write_rows, :, self.write_cols]
         self.pool.values[layer][self.write_slots, :, self.write_ring] = v[self.write_rows, :, self.write_cols]
         return out.reshape(B, H, T, hd)
+
+
+def _bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
+    return bias[:, None, None]
 
 
 def _as_range(slots: Tensor) -> tuple[int, int] | None:

@@ -15,6 +15,9 @@ def add_arguments(p):
     p.add_argument("--seeds", nargs="+", type=int, metavar="SEED",
                    help="seeds for random splits, replacing the spec's (other splits have none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--lm-steps", type=int, default=300, help="training steps of the model trained per split")
+    p.add_argument("--lm-aggregates", nargs="+", metavar="AGG",
+                   help="line-score aggregates to report for lm-stream (default: all of mean max top3 excess)")
 
 
 def _factory(settings, args, spec, split_name):

@@ -11,9 +11,17 @@ from .baselines import DrainNoveltyDetector
 from .detector import Detector
 from .spec import EvalSpec
 
-# name -> builder(spec, settings, args); a builder runs once per split, so detectors start fresh
-DETECTORS: dict[str, Callable[..., Detector]] = {
+def _lm(spec, settings, args):
+    from .lm_detectors import lm_detectors  # imports torch and the model only when asked for
+
+    return lm_detectors(spec, settings, args)
+
+
+# name -> builder(spec, settings, args) -> one detector or a family sharing state (the LM detectors
+# share one model trained per split); a builder runs once per split, so detectors start fresh.
+DETECTORS: dict[str, Callable[..., Detector | list[Detector]]] = {
     "drain-novelty": lambda spec, settings, args: DrainNoveltyDetector(content_pattern=spec.content),
+    "lm": _lm,
 }
 
 
@@ -23,4 +31,8 @@ def build_detectors(spec: EvalSpec, settings, args) -> list[Detector]:
     unknown = [name for name in wanted if name not in DETECTORS]
     if unknown:
         raise ValueError(f"unknown detector(s) {unknown}; available: {sorted(DETECTORS)}")
-    return [DETECTORS[name](spec, settings, args) for name in wanted]
+    detectors: list[Detector] = []
+    for name in wanted:
+        built = DETECTORS[name](spec, settings, args)
+        detectors += built if isinstance(built, list) else [built]
+    return detectors

@@ -1,0 +1,154 @@
+"""Language-model detectors for ``logstream eval``: the scorer and its two ablations.
+
+* ``lm-stream``: the product. Each line scored by the streaming engine in the context of its own
+  stream (shared sink prefix with the pattern preamble + the stream's last L tokens).
+* ``lm-no-context``: the same model, each line scored alone after the sink prefix (no stream history).
+* ``lm-window-no-sink``: the same model with a plain sliding window of the stream and no sink prefix.
+
+One model is trained per split, on that split's normal training lines only (``pipelines.train``),
+and shared by the detectors of that split; trained models are kept under a cache directory keyed by
+the training data and settings, so a second run of the same evaluation does not retrain.
+
+Scores are put on one scale before the threshold: a line's raw score minus the threshold of its
+state (stream warming up, or warm), each calibrated on the held-out normal lines; the detector then
+alerts on that margin exceeding a threshold calibrated the same way (per group for group labels).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..cache import EngineConfig
+from ..scoring.aggregate import AGGREGATES
+from ..scoring.calibration import calibrate_threshold
+from ..scoring.scorer import LineScore, LineScorer, load_scorer
+from .detector import LogEntry, calibration_scores
+
+log = logging.getLogger(__name__)
+
+MODES = ("stream", "no-context", "window-no-sink")
+WARMUP_TOKENS = 256
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("LOGSTREAM_EVAL_CACHE", Path.home() / ".cache" / "logstream" / "eval-models"))
+
+
+@dataclass
+class SplitModel:
+    """The model trained for one split, trained lazily once and shared by that split's detectors."""
+
+    train_steps: int
+    window: int = 2048
+    seed: int = 0
+    model_dir: Path | None = None
+    _scored: dict = field(default_factory=dict)  # (mode, id of entries) -> list[LineScore]
+
+    def ensure_trained(self, train: list[LogEntry], calibration: list[LogEntry], rate: float) -> Path:
+        if self.model_dir is not None:
+            return self.model_dir
+        from pipelines.corpus import Corpus
+        from pipelines.default_model import DEFAULT_CONFIG
+        from pipelines.train import train_pipeline
+
+        cfg = DEFAULT_CONFIG.model_copy(update={"steps": self.train_steps, "seed": self.seed})
+        digest = hashlib.sha256()
+        for entry in [*train, None, *calibration]:
+            digest.update(b"\x00" if entry is None else f"{entry.stream}\x01{entry.line}\n".encode())
+        digest.update(json.dumps(cfg.model_dump(), sort_keys=True).encode())
+        out = cache_root() / digest.hexdigest()[:16]
+        if not (out / "logstream.json").exists() or '"calibration": null' in (out / "logstream.json").read_text():
+            log.info("training a model for this split in %s (%d lines, %d steps)", out, len(train), cfg.steps)
+            train_pipeline(_corpus(train, Corpus), out, cfg, calibration=_corpus(calibration, Corpus),
+                           target_false_alert_rate=rate, description={"evaluation": True})
+        self.model_dir = out
+        return out
+
+    def scores(self, mode: str, entries: list[LogEntry]) -> list[LineScore]:
+        key = (mode, id(entries))
+        if key not in self._scored:
+            self._scored[key] = score_entries(self._scorer(mode), mode, entries)
+        return self._scored[key]
+
+    def _scorer(self, mode: str) -> LineScorer:
+        config = EngineConfig(window=self.window, slots=64)
+        if mode == "window-no-sink":
+            from ..cache.baselines import SlidingWindowScorer
+
+            scorer = load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config)
+            scorer.engine = SlidingWindowScorer(scorer.loaded.model, [], self.window)
+            return scorer
+        return load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config)
+
+
+def _corpus(entries: list[LogEntry], corpus_cls):
+    corpus = corpus_cls()
+    for entry in entries:
+        corpus.add(entry.stream, entry.line)
+    return corpus
+
+
+def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], batch: int = 64) -> list[LineScore]:
+    """Score entries in dataset order, ``batch`` at a time (streams interleave as they arrive)."""
+    from tqdm.auto import tqdm
+
+    out: list[LineScore] = []
+    for at in tqdm(range(0, len(entries), batch), desc=f"scoring ({mode})", unit="batch", leave=False):
+        chunk = entries[at:at + batch]
+        if mode == "no-context":  # every line a new stream of its own, forgotten after scoring
+            keyed = [(f"line-{e.index}", e.line) for e in chunk]
+            out += scorer.score(keyed)
+            for stream, _ in keyed:
+                scorer.engine.drop(stream)
+        else:
+            out += scorer.score([(e.stream, e.line) for e in chunk])
+    return out
+
+
+class LanguageModelDetector:
+    def __init__(self, shared: SplitModel, mode: str = "stream", aggregate: str = "mean"):
+        if mode not in MODES or aggregate not in AGGREGATES:
+            raise ValueError(f"mode must be one of {MODES} and aggregate one of {AGGREGATES}")
+        self.shared, self.mode, self.aggregate = shared, mode, aggregate
+        self.name = f"lm-{mode}" + ("" if aggregate == "mean" else f"-{aggregate}")
+        self.threshold = float("inf")
+        self._state_thresholds = (0.0, 0.0)
+
+    def _raw(self, scored: list[LineScore]) -> tuple[np.ndarray, np.ndarray]:
+        raw = np.array([s.aggregates[self.aggregate] for s in scored], dtype=np.float64)
+        warm = np.array([s.stream_position >= WARMUP_TOKENS for s in scored])
+        return raw, warm
+
+    def _margins(self, raw: np.ndarray, warm: np.ndarray) -> np.ndarray:
+        warm_t, cold_t = self._state_thresholds
+        return raw - np.where(warm, warm_t, cold_t)
+
+    def fit(self, train: list[LogEntry], calibration: list[LogEntry], target_false_alert_rate: float) -> None:
+        self.shared.ensure_trained(train, calibration, target_false_alert_rate)
+        raw, warm = self._raw(self.shared.scores(self.mode, calibration))
+        everything = raw
+        warm_t = calibrate_threshold(raw[warm] if warm.sum() >= 20 else everything, target_false_alert_rate)
+        cold_t = calibrate_threshold(raw[~warm] if (~warm).sum() >= 20 else everything, target_false_alert_rate)
+        self._state_thresholds = (warm_t, cold_t)
+        margins = self._margins(raw, warm)
+        self.threshold = calibrate_threshold(calibration_scores(calibration, margins), target_false_alert_rate)
+
+    def score(self, entries: list[LogEntry]) -> np.ndarray:
+        return self._margins(*self._raw(self.shared.scores(self.mode, entries)))
+
+
+def lm_detectors(spec, settings, args) -> list[LanguageModelDetector]:
+    """The LM detectors of one split, sharing one trained model."""
+    shared = SplitModel(train_steps=getattr(args, "lm_steps", None) or 300,
+                        window=settings.cache.window_tokens if settings else 2048)
+    aggregates = getattr(args, "lm_aggregates", None) or list(AGGREGATES)
+    detectors = [LanguageModelDetector(shared, "stream", agg) for agg in aggregates]
+    detectors += [LanguageModelDetector(shared, mode, "mean") for mode in ("no-context", "window-no-sink")]
+    return detectors

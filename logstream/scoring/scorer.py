@@ -1,0 +1,107 @@
+"""Score log lines: mask, tokenize, run through the streaming engine, aggregate, compare to threshold.
+
+``LineScorer.score`` takes a batch of (stream id, line) pairs in arrival order and returns one
+``LineScore`` per line; lines of different streams share one batched forward pass. Each line is
+scored in the context of its own stream (shared sink prefix + the last L tokens of the stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from ..cache import Chunk, EngineConfig, StreamingEngine
+from ..model import LoadedModel, load_model
+from .aggregate import aggregate, all_aggregates
+from .card import Calibration, ModelCard
+from .masking import LineMasker
+
+
+@dataclass
+class LineScore:
+    stream: str
+    masked: str  # what the model read
+    token_ids: list[int]
+    logprobs: torch.Tensor  # [n] per token
+    entropy: torch.Tensor  # [n]
+    stream_position: int  # tokens the stream had seen before this line
+    score: float
+    threshold: float | None
+    warm: bool  # the stream had seen at least warmup_tokens tokens before this line
+    aggregates: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def is_anomaly(self) -> bool:
+        return self.threshold is not None and self.score > self.threshold
+
+
+class LineScorer:
+    def __init__(self, loaded: LoadedModel, card: ModelCard, engine_config: EngineConfig = EngineConfig(),
+                 *, use_preamble: bool = True, sink_tokens: list[int] | None = None,
+                 threshold: float | None = None, aggregate_name: str | None = None):
+        self.loaded, self.card = loaded, card
+        self.tokenizer = loaded.tokenizer
+        self.masker = LineMasker(tuple(card.masks))
+        self.calibration: Calibration | None = card.calibration
+        self.aggregate_name = aggregate_name or (self.calibration.aggregate if self.calibration else "mean")
+        self.threshold_override = threshold
+        self.sink_tokens = sink_tokens or self.default_sink(loaded, card if use_preamble else None)
+        self.engine = StreamingEngine(loaded.model, self.sink_tokens, engine_config,
+                                      model_window=loaded.sliding_window)
+
+    @staticmethod
+    def default_sink(loaded: LoadedModel, card: ModelCard | None) -> list[int]:
+        """The model's sink token (BOS, else EOS) followed by the card's pattern preamble."""
+        tok = loaded.tokenizer
+        sink_id = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        if sink_id is None:
+            raise ValueError("the tokenizer has neither a BOS nor an EOS token: set cache.sink_tokens explicitly")
+        ids = [sink_id]
+        if card is not None:
+            for line in card.preamble:
+                ids += tok(line + "\n", add_special_tokens=False).input_ids
+        return ids
+
+    @property
+    def model_version(self) -> str:
+        return self.card.model_version
+
+    def encode(self, line: str) -> tuple[str, list[int]]:
+        masked = self.masker(line)
+        return masked, self.tokenizer(masked + "\n", add_special_tokens=False).input_ids
+
+    def thresholds(self) -> tuple[float | None, float | None]:
+        """(warm, warming-up) thresholds in force."""
+        if self.threshold_override is not None:
+            return self.threshold_override, self.threshold_override
+        if self.calibration is None:
+            return None, None
+        return self.calibration.threshold, self.calibration.warmup_threshold
+
+    def score(self, entries: list[tuple[str, str]]) -> list[LineScore]:
+        encoded = [self.encode(line) for _, line in entries]
+        results = self.engine.score([Chunk(stream, ids) for (stream, _), (_, ids) in zip(entries, encoded)])
+        warm_threshold, warmup_threshold = self.thresholds()
+        warmup_tokens = self.calibration.warmup_tokens if self.calibration else 0
+        out = []
+        for (stream, _), (masked, ids), result in zip(entries, encoded, results):
+            warm = result.start >= warmup_tokens
+            out.append(LineScore(
+                stream=stream, masked=masked, token_ids=ids, logprobs=result.logprobs, entropy=result.entropy,
+                stream_position=result.start,
+                score=aggregate(result.logprobs, result.entropy, self.aggregate_name),
+                threshold=warm_threshold if warm else warmup_threshold, warm=warm,
+                aggregates=all_aggregates(result.logprobs, result.entropy),
+            ))
+        return out
+
+    def token_texts(self, token_ids: list[int]) -> list[str]:
+        return [self.tokenizer.decode([t]) for t in token_ids]
+
+
+def load_scorer(model_dir: str | Path, device: str = "auto", dtype: str = "auto",
+                engine_config: EngineConfig = EngineConfig(), **kwargs) -> LineScorer:
+    loaded = load_model(model_dir, device=device, dtype=dtype)
+    return LineScorer(loaded, ModelCard.load(model_dir), engine_config, **kwargs)

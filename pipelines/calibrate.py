@@ -1,0 +1,60 @@
+"""Calibrate a trained model's thresholds on held-out normal streams, through the real engine.
+
+Every held-out stream is replayed in order through the streaming engine, as the service would.
+Lines scored while their stream had seen fewer than ``warmup_tokens`` tokens get their own
+threshold: a stream that has just started has less context, so its normal lines score higher.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from logstream.cache import EngineConfig
+from logstream.scoring.calibration import calibrate_threshold
+from logstream.scoring.card import Calibration
+from logstream.scoring.scorer import load_scorer
+
+from .corpus import Corpus
+
+
+def replay_scores(scorer, corpus: Corpus, batch_streams: int = 16, progress: bool = True):
+    """Yield (stream, line, LineScore) for every line of every stream, in order within each stream.
+
+    Streams are interleaved: one line from each of up to ``batch_streams`` streams per forward pass.
+    """
+    streams = list(corpus.streams.items())
+    bar = tqdm(total=corpus.n_lines, desc="scoring", unit="line", disable=not progress, leave=False)
+    for at in range(0, len(streams), batch_streams):
+        group = streams[at:at + batch_streams]
+        for i in range(max(len(lines) for _, lines in group)):
+            batch = [(name, lines[i]) for name, lines in group if i < len(lines)]
+            for (name, line), scored in zip(batch, scorer.score(batch)):
+                yield name, line, scored
+            bar.update(len(batch))
+        for name, _ in group:  # the service forgets ended streams too
+            scorer.engine.drop(name)
+    bar.close()
+
+
+def calibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: float,
+              aggregate: str = "mean", warmup_tokens: int = 256, window: int = 2048,
+              progress: bool = True) -> Calibration:
+    if held_out.n_lines == 0:
+        raise ValueError("no held-out normal lines to calibrate thresholds on")
+    scorer = load_scorer(model_dir, device="cpu", dtype="float32", engine_config=EngineConfig(window=window),
+                         aggregate_name=aggregate)
+    warm, cold = [], []
+    for _, _, scored in replay_scores(scorer, held_out, progress=progress):
+        (warm if scored.stream_position >= warmup_tokens else cold).append(scored.score)
+    everything = warm + cold
+    return Calibration(
+        aggregate=aggregate,
+        threshold=calibrate_threshold(warm or everything, target_false_alert_rate),
+        warmup_threshold=calibrate_threshold(cold or everything, target_false_alert_rate),
+        warmup_tokens=warmup_tokens,
+        target_false_alert_rate=target_false_alert_rate,
+        calibration_lines=len(warm),
+        calibration_warmup_lines=len(cold),
+    )

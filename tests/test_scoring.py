@@ -1,0 +1,57 @@
+"""Masking, aggregates and the warm-up rule of the scorer (model-free parts)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from logstream.scoring.aggregate import AGGREGATES, aggregate, all_aggregates
+from logstream.scoring.card import Calibration, ModelCard
+from logstream.scoring.masking import LineMasker, placeholder_tokens
+
+
+def test_masking_replaces_variable_fields_and_keeps_magnitude():
+    mask = LineMasker()
+    line = ("081109 203518 143 INFO dfs.DataNode$DataXceiver: Receiving block blk_-1608999687919862906 "
+            "src: /10.250.19.102:54106 dest: /10.250.19.102:50010 id 0x1f3a deadbeef99")
+    masked = mask(line)
+    assert masked == ("<N6> <N6> <N3> INFO dfs.DataNode$DataXceiver: Receiving block <BLK> "
+                      "src: /<IP> dest: /<IP> id <HEX> <HEX>")
+    assert mask("latency 40 ms") != mask("latency 40000 ms")  # order of magnitude survives
+    assert mask("latency 40 ms") == mask("latency 73 ms")
+    assert mask("a" * 30) == "a" * 30  # words are not hex just because they use a-f letters
+    assert mask("12345678") == "<N8>"  # a plain long number is a number, not hex
+
+
+def test_placeholders_cover_every_mask_output():
+    mask = LineMasker()
+    produced = set()
+    for line in ["blk_1 1.2.3.4 0xff abcdef123456", " ".join(str(10 ** d) for d in range(15))]:
+        produced |= {w for w in mask(line).split() if w.startswith("<")}
+    assert produced <= set(placeholder_tokens())
+
+
+def test_aggregates_on_a_hand_made_line():
+    logprobs = torch.tensor([-1.0, -2.0, -6.0, -0.5])
+    entropy = torch.tensor([0.5, 1.0, 1.0, 0.5])
+    assert aggregate(logprobs, entropy, "mean") == pytest.approx(9.5 / 4)
+    assert aggregate(logprobs, entropy, "max") == pytest.approx(6.0)
+    assert aggregate(logprobs, entropy, "top3") == pytest.approx(3.0)
+    assert aggregate(logprobs, entropy, "excess") == pytest.approx((0.5 + 1.0 + 5.0 + 0.0) / 4)
+    assert set(all_aggregates(logprobs, entropy)) == set(AGGREGATES)
+    assert aggregate(torch.zeros(0), torch.zeros(0), "mean") == 0.0
+    with pytest.raises(ValueError, match="unknown aggregate"):
+        aggregate(logprobs, entropy, "median")
+
+
+def test_model_card_round_trip_and_missing_card(tmp_path):
+    card = ModelCard(model_version="m-1", preamble=["a <N2>"], calibration=Calibration(
+        threshold=3.5, warmup_threshold=4.5, warmup_tokens=256, target_false_alert_rate=1e-3,
+        calibration_lines=10, calibration_warmup_lines=5))
+    card.save(tmp_path)
+    again = ModelCard.load(tmp_path)
+    assert again == card and not math.isnan(again.calibration.threshold)
+    with pytest.raises(FileNotFoundError, match="logstream train"):
+        ModelCard.load(tmp_path / "nowhere")
