@@ -28,6 +28,8 @@ class ModelSettings(Section):
     path: Path = Field(DEFAULT_MODEL_DIR, description="local Hugging Face checkpoint directory")
     device: str = Field("auto", description="auto (cuda if present), cpu, cuda, cuda:1, ...")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    threads: int | None = Field(None, ge=1, description="CPU threads for torch; none: torch's default "
+                                "(on a shared or small machine 1-2 is often much faster)")
 
 
 class CacheSettings(Section):
@@ -35,9 +37,18 @@ class CacheSettings(Section):
     slots: int | None = Field(None, ge=1, description="streams resident at once (or set pool_bytes)")
     pool_bytes: int | None = Field(None, ge=1, description="device memory for resident windows")
     host_bytes: int | None = Field(2 << 30, ge=0, description="host memory for offloaded windows")
-    max_chunk_tokens: int = Field(256, ge=1)
+    max_chunk_tokens: int = Field(512, ge=1, description="longer chunks are split (exactly) into pieces")
+    max_batch_tokens: int = Field(8192, ge=1, description="padded tokens per forward pass")
     sink_tokens: list[int] | None = Field(None, description="default: the model's BOS (or EOS) token")
     preamble: bool = Field(True, description="prime the sink prefix with the model's pattern preamble")
+
+    def engine_config(self):
+        """The ``logstream.cache.EngineConfig`` these settings describe."""
+        from .cache import EngineConfig  # imports torch: only when an engine is built
+
+        return EngineConfig(window=self.window_tokens, slots=self.slots, pool_bytes=self.pool_bytes,
+                            host_bytes=self.host_bytes, max_chunk_tokens=self.max_chunk_tokens,
+                            max_batch_tokens=self.max_batch_tokens)
 
     @model_validator(mode="after")
     def _one_size(self):
@@ -59,6 +70,8 @@ class KafkaSettings(Section):
     input_topic: str = "logstream-lines"
     alerts_topic: str = "logstream-alerts"
     dead_letter_topic: str = "logstream-dead-letter"
+    scores_topic: str | None = Field(None, description="if set, the worker publishes every score here "
+                                     "(JSON, keyed by stream): tallies, benchmarks, debugging")
     partitions: int = Field(4, ge=1)
     replication_factor: int = Field(1, ge=1)
     consumer_group: str = "logstream-worker"
@@ -96,6 +109,20 @@ class MetricsSettings(Section):
 class WorkerSettings(Section):
     batch_size: int = Field(256, ge=1, description="lines per micro-batch")
     batch_within_s: float = Field(0.05, gt=0, description="longest wait to fill a micro-batch")
+    commit_interval_s: float = Field(2.8, gt=0, description="how often scored offsets are committed")
+    session_timeout_s: float = Field(10.0, ge=3, description="a worker not heard from for this long leaves "
+                                     "the consumer group and its partitions move (the bundled broker also "
+                                     "takes half of this to complete a group join)")
+    alert_flush_interval_s: float = Field(1.0, gt=0, description="how often grouped alerts' count "
+                                          "updates are checked for")
+    lag_interval_s: float = Field(5.0, gt=0, description="how often the consumer lag gauge is updated")
+    publish_timeout_s: float = Field(30.0, gt=0, description="longest wait for Kafka to acknowledge a "
+                                     "record; past it the worker stops without committing the batch")
+    shutdown_timeout_s: float = Field(10.0, ge=0, description="at shutdown, longest wait for the alert "
+                                      "sinks to deliver what they hold (the rest is dead-lettered)")
+    web_port: int | None = Field(None, description="Faust's own web server port; none disables it")
+    data_dir: Path | None = Field(None, description="Faust's data directory (no tables are kept in it); "
+                                  "none: one under the system temp directory")
 
 
 class TailSettings(Section):

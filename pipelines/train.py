@@ -216,7 +216,7 @@ def train_model(model, sampler: ExampleSampler, cfg: TrainConfig, checkpoint_dir
 
 def weights_version(model_dir: Path) -> str:
     digest = hashlib.sha256((model_dir / "model.safetensors").read_bytes()).hexdigest()[:12]
-    return f"{model_dir.name}-{digest}"
+    return f"logstream-lm-{digest}"
 
 
 def train_pipeline(corpus: Corpus, out_dir: str | Path, cfg: TrainConfig = TrainConfig(),

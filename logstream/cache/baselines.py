@@ -45,18 +45,21 @@ class CacheBudgetExceeded(RuntimeError):
 def _opening(sink_tokens: Sequence[int]) -> list[int]:
     tokens = [int(t) for t in sink_tokens]
     if not tokens:
-        raise ValueError("give at least one opening token (the model's BOS): it predicts each stream's first token")
+        raise ValueError("give at least one opening token (the model's BOS): "
+                         "it predicts the first token of every stream")
     return tokens
 
 
-def _gqa_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False) -> Tensor:
+def _gqa_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None,
+                   causal: bool = False) -> Tensor:
     """q [B, H, T, hd] against k/v [B, Hkv, K, hd], all rotated -> [B, H, T, hd].
 
     ``enable_gqa`` rather than a broadcast head axis: 5-D inputs make SDPA fall back to its
     unfused path, several times slower on CPU, which would flatter the engine.
     """
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal,
-                                          scale=1.0 / math.sqrt(q.shape[-1]), enable_gqa=k.shape[1] != q.shape[1])
+                                          scale=1.0 / math.sqrt(q.shape[-1]),
+                                          enable_gqa=k.shape[1] != q.shape[1])
 
 
 def _chunk_scores(model: Transformer, stream_id: str, start: int, tokens: Tensor, predictors: Tensor,
@@ -180,13 +183,16 @@ class _AppendingCacheScorer:
     def _stream(self, stream_id: str) -> CachedStream:
         stream = self.streams.get(stream_id)
         if stream is None:
-            a = self.model.args
-            empty = lambda: torch.zeros(a.n_kv_heads, 0, a.head_dim, device=self.device, dtype=self.dtype)  # noqa: E731
-            stream = CachedStream([empty() for _ in range(a.n_layers)], [empty() for _ in range(a.n_layers)])
+            stream = CachedStream(self._empty_layers(), self._empty_layers())
             opening = torch.tensor(self.opening, device=self.device)
             stream.last_hidden = self._advance(stream, opening)[-1].clone()
             self.streams[stream_id] = stream  # only once the opening fitted
         return stream
+
+    def _empty_layers(self) -> list[Tensor]:
+        a = self.model.args
+        return [torch.zeros(a.n_kv_heads, 0, a.head_dim, device=self.device, dtype=self.dtype)
+                for _ in range(a.n_layers)]
 
     def _check_room(self, stream: CachedStream, n_new: int) -> None:
         """Raise before a forward that would break a limit (nothing by default)."""
@@ -215,7 +221,7 @@ class DenseCacheScorer(_AppendingCacheScorer):
         super().__init__(model, sink_tokens)
         self.budget_bytes = budget_bytes
         a = model.args
-        self.bytes_per_token = 2 * a.n_layers * a.n_kv_heads * a.head_dim * model.embed_tokens.weight.element_size()
+        self.bytes_per_token = 2 * a.n_layers * a.n_kv_heads * a.head_dim * self.dtype.itemsize
 
     def _check_room(self, stream: CachedStream, n_new: int) -> None:
         if self.budget_bytes is None:
@@ -223,8 +229,8 @@ class DenseCacheScorer(_AppendingCacheScorer):
         needed = self.nbytes() + n_new * self.bytes_per_token
         if needed > self.budget_bytes:
             raise CacheBudgetExceeded(
-                f"the dense cache holds {self.nbytes():,} bytes ({stream.length:,} tokens in this stream) and "
-                f"{n_new} more tokens need {n_new * self.bytes_per_token:,}: over the budget of "
+                f"the dense cache holds {self.nbytes():,} bytes ({stream.length:,} tokens in this stream); "
+                f"{n_new} more tokens would take it to {needed:,}, over its budget of "
                 f"{self.budget_bytes:,} bytes"
             )
 
@@ -341,7 +347,8 @@ class RecomputeWindowScorer:
             hidden = self._last_hidden(rows)
             tokens = torch.as_tensor(new, dtype=torch.long, device=self.device)
             after = hidden[1:] if return_distributions else None
-            results.append(_chunk_scores(self.model, chunk.stream_id, start, tokens, hidden[:len(new)], after))
+            predictors = hidden[:len(new)]
+            results.append(_chunk_scores(self.model, chunk.stream_id, start, tokens, predictors, after))
             self._append(history, new)
         return results
 

@@ -46,7 +46,8 @@ class EngineConfig:
     slots: int | None = None  # streams resident at once; or give pool_bytes
     pool_bytes: int | None = None
     host_bytes: int | None = None  # budget for offloaded windows; None = unbounded
-    max_chunk_tokens: int = 256  # longer chunks are split (exactly) into pieces of this size
+    max_chunk_tokens: int = 512  # longer chunks are split (exactly) into pieces of this size
+    max_batch_tokens: int = 8192  # padded tokens per forward pass (bounds the score tensors' memory)
     rebase_interval: int = 1 << 16  # keep RoPE positions below this (plus L and one chunk)
 
     def __post_init__(self):
@@ -117,17 +118,24 @@ class StreamingEngine:
     # --- internals ----------------------------------------------------------------------------
 
     def _groups(self, pieces: list[tuple[int, Chunk]]) -> list[list[tuple[int, Chunk]]]:
-        """Split pieces into forward passes: a stream at most once per pass, at most `slots` rows.
+        """Split pieces into forward passes: a stream at most once per pass, at most `slots` rows,
+        at most `max_batch_tokens` padded tokens (rows x longest row).
 
         A piece of a stream always lands in a later pass than the stream's earlier pieces.
         """
         groups: list[list[tuple[int, Chunk]]] = []
         streams_in: list[set[str]] = []
         last_group_of: dict[str, int] = {}
+
+        def fits(g: int, n: int) -> bool:
+            rows = len(groups[g]) + 1
+            longest = max([n] + [len(c.tokens) for _, c in groups[g]])
+            return rows <= self.pool.slots and (rows == 1 or rows * longest <= self.config.max_batch_tokens)
+
         for piece in pieces:
             sid = piece[1].stream_id
             g = last_group_of.get(sid, -1) + 1
-            while g < len(groups) and (sid in streams_in[g] or len(groups[g]) >= self.pool.slots):
+            while g < len(groups) and (sid in streams_in[g] or not fits(g, len(piece[1].tokens))):
                 g += 1
             if g == len(groups):
                 groups.append([])

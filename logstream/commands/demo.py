@@ -1,9 +1,251 @@
-"""`logstream demo`: not built yet (see the open issues)."""
+"""``logstream demo``: the whole pipeline on this machine, alerts shown live with a running tally.
+
+Starts the embedded broker (unless ``kafka.bootstrap_servers`` is set), the worker (a child
+process, ``logstream worker``), the synthetic producer (labeled injected anomalies, side file of
+labels) and a follower of the alerts and scores topics that prints each alert as it arrives and a
+tally: anomalies injected so far, detected, missed, false alerts. ``--lines N`` stops once N lines
+were produced and scored, ``--duration S`` after S seconds; Ctrl-C stops everything cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+DEFAULT_SCORES_TOPIC = "logstream-scores"
+STATUS_EVERY_S = 10.0
 
 
 def add_arguments(p):
-    pass
+    p.add_argument("--lines", type=int, metavar="N", help="produce N lines, stop once all are scored")
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    p.add_argument("--rate", type=float, default=50.0, metavar="LINES_PER_S",
+                   help="lines per second (default: 50)")
+    p.add_argument("--anomaly-rate", type=float, default=0.02, metavar="R",
+                   help="fraction of lines that are injected anomalies (default: 0.02)")
+    p.add_argument("--seed", type=int, default=0, help="synthetic logs seed (default: 0)")
+    p.add_argument("--drain-timeout", type=float, default=300.0, metavar="S",
+                   help="with --lines: longest wait, after the last line was sent, for the worker to score "
+                        "them all (default: 300)")
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
 
 
 def run(args, settings) -> int:
-    raise SystemExit("logstream demo: not available yet")
+    if args.lines is not None and args.lines < 1:
+        raise ValueError("--lines must be at least 1")
+    if args.duration is not None and args.duration <= 0:
+        raise ValueError("--duration must be positive")
+    if not settings.model.path.is_dir():
+        raise FileNotFoundError(f"no model at {settings.model.path}: set model.path (LOGSTREAM_MODEL__PATH) "
+                                "to a checkpoint made by `logstream train`")
+    return asyncio.run(Demo(args, settings).run())
+
+
+class Demo:
+    def __init__(self, args, settings):
+        from ..service.tally import DetectionTally
+
+        self.args = args
+        self.settings = settings
+        self.kafka = settings.kafka.model_copy(
+            update={"scores_topic": settings.kafka.scores_topic or DEFAULT_SCORES_TOPIC})
+        self.tally = DetectionTally()
+        self.stop = asyncio.Event()
+        self.interrupted = False
+        self.workdir = Path(tempfile.mkdtemp(prefix="logstream-demo-"))
+        self.labels_path = self.workdir / "labels.jsonl"
+        self.broker = None
+        self.worker = None
+        self.produced = None  # ProducedLogs once the producer finished
+
+    def say(self, text: str) -> None:
+        print(text, flush=True)
+
+    async def run(self) -> int:
+        from ..service.topics import KafkaUnavailable
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._interrupt)
+        code = 1
+        try:
+            code = await self._run()
+        except KafkaUnavailable as exc:
+            print(f"logstream demo: error: {exc}", file=sys.stderr)
+            code = 2
+        finally:
+            await self._shutdown(keep_files=code not in (0, 130))
+        return code
+
+    def _interrupt(self) -> None:
+        if not self.interrupted:
+            self.say("\nstopping...")
+        self.interrupted = True
+        self.stop.set()
+
+    async def _run(self) -> int:
+        from ..service.broker import EmbeddedBroker
+        from ..service.follow import TopicFollower
+        from ..service.topics import ensure_topics
+        from ..service.worker import topic_names
+        from ..service.worker_process import WorkerProcess
+
+        if not self.kafka.bootstrap_servers:
+            self.broker = EmbeddedBroker().start()
+            self.kafka = self.kafka.model_copy(update={"bootstrap_servers": self.broker.bootstrap_servers})
+            self.say(f"embedded Kafka-compatible broker on {self.kafka.bootstrap_servers}")
+        else:
+            self.say(f"Kafka at {self.kafka.bootstrap_servers}")
+        await ensure_topics(self.kafka, topic_names(self.settings.model_copy(update={"kafka": self.kafka})))
+
+        extra_args = []
+        metrics_port = self.settings.metrics.port
+        if metrics_port is not None:
+            if not _port_free(metrics_port):
+                from ..service.broker import free_port
+                metrics_port = free_port()
+            extra_args = ["--metrics-port", str(metrics_port)]
+        self.worker = WorkerProcess(
+            self.kafka.bootstrap_servers, self.workdir / "worker.log", config=self.args.config,
+            env={"LOGSTREAM_KAFKA__SCORES_TOPIC": self.kafka.scores_topic}, extra_args=extra_args).start()
+        self.say(f"worker started (pid {self.worker.process.pid}); its log: {self.worker.log_path}")
+        if metrics_port is not None:
+            self.say(f"metrics: http://127.0.0.1:{metrics_port}/metrics")
+        self.say(f"labels of injected anomalies: {self.labels_path} (removed at a clean exit)")
+        self.say("waiting for the worker to load the model and join its group...\n")
+
+        async with TopicFollower(self.kafka, [self.kafka.alerts_topic, self.kafka.scores_topic]) as follower:
+            producer = asyncio.create_task(self._produce())
+            try:
+                return await self._follow(follower, producer)
+            finally:
+                producer.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await producer
+
+    async def _produce(self) -> None:
+        from ..synth import SyntheticLogs
+
+        logs = SyntheticLogs(seed=self.args.seed, anomaly_rate=self.args.anomaly_rate,
+                             start_time=datetime.now(UTC))
+        self.produced = await logs.produce_to_kafka(self.kafka.bootstrap_servers, self.kafka.input_topic,
+                                                    self.args.lines, self.args.rate, self.labels_path)
+
+    async def _follow(self, follower, producer: asyncio.Task) -> int:
+        from pydantic import ValidationError
+
+        from ..alerts import Alert
+        from ..service.alert_view import format_alert
+        from ..service.records import ScoreRecord
+
+        started = time.monotonic()
+        drain_deadline = None
+        last_status = started
+        first_score = True
+        labels = _LabelsReader(self.labels_path)
+        while not self.stop.is_set():
+            for label in labels.read_new():
+                self.tally.add_label(label)
+            for record in await follower.poll(0.5):
+                try:
+                    if record.topic == self.kafka.scores_topic:
+                        self.tally.add_score(ScoreRecord.model_validate_json(record.value or b""))
+                    else:
+                        alert = Alert.from_bytes(record.value or b"")
+                except ValidationError as exc:  # a stranger's record on a shared topic
+                    print(f"skipping an unreadable record on {record.topic}: {exc.errors()[0]['msg']}",
+                          file=sys.stderr, flush=True)
+                    continue
+                if record.topic == self.kafka.scores_topic:
+                    if first_score:
+                        first_score = False
+                        self.say(f"worker is scoring ({time.monotonic() - started:.0f} s after start)\n")
+                    continue
+                new = self.tally.add_alert(alert)
+                for label in labels.read_new():  # the label of this very line may have just been written
+                    self.tally.add_label(label)
+                truth = ("INJECTED" if self.tally.anomaly_of(alert, self.kafka.input_topic) is not None
+                         else "false alert")
+                self.say(f"{format_alert(alert, update=not new)}\n  -> {truth}")
+                self.say(f"  tally: {self.tally.summary(self.kafka.input_topic)}\n")
+            now = time.monotonic()
+            if now - last_status >= STATUS_EVERY_S:
+                last_status = now
+                self.say(f"[{now - started:.0f} s] {self.tally.summary(self.kafka.input_topic)}")
+            if not self.worker.alive:
+                self.say(f"the worker exited with code {self.worker.returncode}; its log ends with:\n"
+                         f"{self.worker.log_tail()}")
+                return 1
+            if self.args.duration is not None and now - started >= self.args.duration:
+                break
+            if producer.done():
+                if producer.exception() is not None:
+                    raise producer.exception()
+                if drain_deadline is None:
+                    drain_deadline = now + self.args.drain_timeout
+                if self.produced is not None and self.tally.scored >= self.produced.lines:
+                    break
+                if now > drain_deadline:
+                    self.say(f"gave up waiting: {self.tally.scored} of {self.produced.lines} lines scored "
+                             f"after {self.args.drain_timeout:g} s")
+                    self._final()
+                    return 1
+        for label in labels.read_new():
+            self.tally.add_label(label)
+        self._final()
+        return 130 if self.interrupted else 0
+
+    def _final(self) -> None:
+        sent = f"{self.produced.lines} lines sent, " if self.produced else ""
+        self.say(f"\nfinal tally: {sent}{self.tally.summary(self.kafka.input_topic)}")
+
+    async def _shutdown(self, keep_files: bool) -> None:
+        loop = asyncio.get_running_loop()
+        if self.worker is not None:
+            code = await loop.run_in_executor(None, self.worker.stop)
+            self.say(f"worker stopped (exit code {code})")
+        if self.broker is not None:
+            self.broker.stop()
+            self.say("broker stopped")
+        if keep_files:  # the worker's log and the labels, to see what went wrong
+            self.say(f"the worker's log and the labels are kept in {self.workdir}")
+        else:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class _LabelsReader:
+    """Follows the producer's labels file (it writes whole lines, one per acknowledged anomaly)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.offset = 0
+        self.partial = b""
+
+    def read_new(self) -> list[dict]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        self.offset += len(data)
+        data = self.partial + data
+        *complete, self.partial = data.split(b"\n")
+        return [json.loads(line) for line in complete if line.strip()]

@@ -81,20 +81,34 @@ class LineScorer:
         return self.calibration.threshold, self.calibration.warmup_threshold
 
     def score(self, entries: list[tuple[str, str]]) -> list[LineScore]:
+        """Score lines given as (stream, line) in arrival order.
+
+        All lines of one stream in the batch go to the engine as one chunk (one row of one forward
+        pass, not one pass per line); the per-token results are cut back into lines afterwards.
+        """
         encoded = [self.encode(line) for _, line in entries]
-        results = self.engine.score([Chunk(stream, ids) for (stream, _), (_, ids) in zip(entries, encoded)])
+        by_stream: dict[str, list[int]] = {}
+        for index, (stream, _) in enumerate(entries):
+            by_stream.setdefault(stream, []).append(index)
+        streams = list(by_stream)
+        results = self.engine.score([Chunk(s, [t for i in by_stream[s] for t in encoded[i][1]]) for s in streams])
         warm_threshold, warmup_threshold = self.thresholds()
         warmup_tokens = self.calibration.warmup_tokens if self.calibration else 0
-        out = []
-        for (stream, _), (masked, ids), result in zip(entries, encoded, results):
-            warm = result.start >= warmup_tokens
-            out.append(LineScore(
-                stream=stream, masked=masked, token_ids=ids, logprobs=result.logprobs, entropy=result.entropy,
-                stream_position=result.start,
-                score=aggregate(result.logprobs, result.entropy, self.aggregate_name),
-                threshold=warm_threshold if warm else warmup_threshold, warm=warm,
-                aggregates=all_aggregates(result.logprobs, result.entropy),
-            ))
+        out: list[LineScore | None] = [None] * len(entries)
+        for stream, result in zip(streams, results):
+            offset = 0
+            for index in by_stream[stream]:
+                masked, ids = encoded[index]
+                logprobs, entropy = result.logprobs[offset:offset + len(ids)], result.entropy[offset:offset + len(ids)]
+                position = result.start + offset
+                offset += len(ids)
+                warm = position >= warmup_tokens
+                out[index] = LineScore(
+                    stream=stream, masked=masked, token_ids=ids, logprobs=logprobs, entropy=entropy,
+                    stream_position=position, score=aggregate(logprobs, entropy, self.aggregate_name),
+                    threshold=warm_threshold if warm else warmup_threshold, warm=warm,
+                    aggregates=all_aggregates(logprobs, entropy),
+                )
         return out
 
     def token_texts(self, token_ids: list[int]) -> list[str]:

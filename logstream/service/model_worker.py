@@ -1,0 +1,165 @@
+"""The model side of the worker: one thread owns the scorer, the event loop only awaits it.
+
+The scorer (and its streaming engine) is not thread-safe and a forward pass blocks for milliseconds
+to seconds, so ``ModelWorker`` keeps it in a single-thread executor: every call that touches the
+model (loading, scoring, explaining, dropping streams, reading cache stats) runs on that thread,
+and ``await score_batch(...)`` leaves the event loop free for Kafka heartbeats, fetches and sinks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..alerts import Alert, Explanation
+from ..alerts.model import SurprisingToken
+from ..config import Settings
+from .metrics import (BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_HOST_BYTES, CACHE_SLOTS, CACHE_SLOTS_IN_USE,
+                      CACHE_STREAMS, ENTRIES_SCORED, INGEST_TO_SCORE, SCORES, SCORING_LATENCY, TOKENS_SCORED)
+from .records import ScoreRecord
+
+log = logging.getLogger("logstream.model_worker")
+
+
+@dataclass(frozen=True)
+class EntryMeta:
+    """Where an entry came from; every field is optional (entries need not come from Kafka)."""
+
+    topic: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    kafka_time: datetime | None = None  # the message's Kafka timestamp
+    time: datetime | None = None  # the entry's own time (the envelope's timestamp)
+
+
+@dataclass
+class Scored:
+    stream: str
+    line: str
+    meta: EntryMeta
+    score: float
+    threshold: float | None
+    anomaly: bool
+    warm: bool
+    tokens: int
+    alert: Alert | None  # set when anomalous
+
+    def record(self, model_version: str) -> ScoreRecord:
+        return ScoreRecord(stream=self.stream, topic=self.meta.topic, partition=self.meta.partition,
+                           offset=self.meta.offset, score=self.score, threshold=self.threshold,
+                           anomaly=self.anomaly, warm=self.warm, tokens=self.tokens,
+                           model_version=model_version, time=datetime.now(UTC))
+
+
+class ModelWorker:
+    """Loads the model from ``settings.model`` (on its own thread) and scores batches there."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logstream-model")
+        self.scorer = None
+        self.explainer = None
+        self._executor.submit(self._load).result()  # load errors surface here, in the caller
+
+    # -- on the model thread ------------------------------------------------------------------
+
+    def _load(self) -> None:
+        import torch
+
+        from ..cache import EngineConfig
+        from ..scoring.explain import Explainer
+        from ..scoring.scorer import load_scorer
+
+        model, cache = self.settings.model, self.settings.cache
+        if model.threads:
+            torch.set_num_threads(model.threads)
+        if not model.path.is_dir():
+            raise FileNotFoundError(f"model directory {model.path} does not exist: set model.path "
+                                    "(LOGSTREAM_MODEL__PATH) to a checkpoint made by `logstream train`")
+        engine_config = EngineConfig(window=cache.window_tokens, slots=cache.slots,
+                                     pool_bytes=cache.pool_bytes, host_bytes=cache.host_bytes,
+                                     max_chunk_tokens=cache.max_chunk_tokens)
+        started = time.monotonic()
+        self.scorer = load_scorer(model.path, device=model.device, dtype=model.dtype,
+                                  engine_config=engine_config, threshold=self.settings.scoring.threshold,
+                                  use_preamble=cache.preamble, sink_tokens=cache.sink_tokens)
+        self.explainer = Explainer(self.scorer)
+        warm, warming = self.scorer.thresholds()
+        log.info("model %s loaded from %s in %.1f s (thresholds: %s warm, %s warming up)",
+                 self.scorer.model_version, model.path, time.monotonic() - started, warm, warming)
+        if warm is None:
+            log.warning("the model has no calibrated threshold and scoring.threshold is not set: "
+                        "lines are scored but no alert is raised")
+        self._update_cache_gauges()
+
+    def _score(self, entries: list[tuple[str, str, EntryMeta]]) -> list[Scored]:
+        started = time.perf_counter()
+        results = self.scorer.score([(stream, line) for stream, line, _ in entries])
+        SCORING_LATENCY.observe(time.perf_counter() - started)
+        BATCH_SIZE.observe(len(entries))
+        now = datetime.now(UTC)
+        warmup_tokens = self.settings.scoring.warmup_tokens
+        out = []
+        for (stream, line, meta), result in zip(entries, results):
+            anomaly = result.is_anomaly and result.stream_position >= warmup_tokens
+            ENTRIES_SCORED.inc()
+            TOKENS_SCORED.inc(len(result.token_ids))
+            SCORES.observe(result.score)
+            if meta.kafka_time is not None:
+                INGEST_TO_SCORE.observe(max(0.0, (now - meta.kafka_time).total_seconds()))
+            out.append(Scored(stream=stream, line=line, meta=meta, score=result.score,
+                              threshold=result.threshold, anomaly=anomaly, warm=result.warm,
+                              tokens=len(result.token_ids),
+                              alert=self._alert(stream, line, meta, result) if anomaly else None))
+        self._update_cache_gauges()
+        return out
+
+    def _alert(self, stream: str, line: str, meta: EntryMeta, result) -> Alert:
+        why = self.explainer.explain(result)
+        explanation = Explanation(
+            surprising_tokens=[SurprisingToken(text=t.text, logprob=t.logprob)
+                               for t in why.surprising_tokens],
+            nearest_template=why.nearest_template, template_similarity=why.template_similarity,
+            summary=why.summary)
+        return Alert(stream=stream, partition=meta.partition, offset=meta.offset,
+                     time=meta.time or meta.kafka_time or datetime.now(UTC), line=line, score=result.score,
+                     threshold=result.threshold, explanation=explanation, template=why.nearest_template,
+                     model_version=self.scorer.model_version)
+
+    def _drop(self, stream_ids: list[str]) -> int:
+        dropped = sum(bool(self.scorer.engine.drop(stream)) for stream in stream_ids)
+        self._update_cache_gauges()
+        return dropped
+
+    def _update_cache_gauges(self) -> None:
+        stats = self.scorer.engine.stats()
+        CACHE_SLOTS.set(stats.slots)
+        CACHE_SLOTS_IN_USE.set(stats.slots_in_use)
+        CACHE_DEVICE_BYTES.set(stats.device_bytes)
+        CACHE_HOST_BYTES.set(stats.host_bytes)
+        CACHE_STREAMS.set(stats.streams_resident + stats.streams_on_host)
+
+    # -- from the event loop ------------------------------------------------------------------
+
+    @property
+    def model_version(self) -> str:
+        return self.scorer.model_version
+
+    async def score_batch(self, entries: list[tuple[str, str, EntryMeta]]) -> list[Scored]:
+        """Score (stream, line, meta) entries in one batched forward; lines of a stream in list order."""
+        if not entries:
+            return []
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._score, entries)
+
+    async def drop_streams(self, stream_ids: list[str]) -> int:
+        """Forget these streams' windows (their partitions moved away); returns how many were known."""
+        if not stream_ids:
+            return 0
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._drop, list(stream_ids))
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True, cancel_futures=True)

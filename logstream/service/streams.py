@@ -1,0 +1,40 @@
+"""Which stream a line belongs to, and which input partitions each stream's lines came from.
+
+A stream's window in the engine is only right while this worker sees all of its lines, i.e. while it
+owns the partitions they arrive on. After a rebalance takes a partition away, its streams are
+dropped from the engine; when partitions arrive, their streams start fresh (warming up).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+
+class StreamRouter:
+    def __init__(self, stream_key: str | None = None):
+        # a regex whose first match in the line (group 1 if it has one) names the stream, e.g. an
+        # HDFS block id; lines it does not match keep the message's stream (key, envelope)
+        self.pattern = re.compile(stream_key) if stream_key else None
+        self._partitions: dict[str, set[tuple[str, int]]] = defaultdict(set)
+
+    def stream_for(self, line: str, default: str) -> str:
+        if self.pattern is None:
+            return default
+        match = self.pattern.search(line)
+        if match is None:
+            return default
+        return (match.group(1) if self.pattern.groups else match.group(0)) or default
+
+    def seen(self, stream: str, topic: str, partition: int) -> None:
+        self._partitions[stream].add((topic, partition))
+
+    def revoke(self, partitions: set[tuple[str, int]]) -> list[str]:
+        """Forget the streams that had lines on any of ``partitions``; returns them (to drop)."""
+        gone = [stream for stream, seen in self._partitions.items() if seen & partitions]
+        for stream in gone:
+            del self._partitions[stream]
+        return gone
+
+    def __len__(self) -> int:
+        return len(self._partitions)

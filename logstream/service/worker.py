@@ -1,0 +1,382 @@
+"""The Faust worker: score every line of the input topic, publish alerts, at least once.
+
+One agent reads the input topic as raw bytes in micro-batches (``take_events``: ``take`` with each
+message's partition, offset and timestamp). For each batch:
+
+1. every message is decoded (``decode_entry``, plus a check that its text is valid Unicode); one
+   that is not a log entry goes to the dead-letter topic with the reason;
+2. the entries are scored in one forward pass on the model thread (``ModelWorker``); if that fails,
+   every entry of the batch is dead-lettered with the reason;
+3. scores go to the scores topic (if configured); anomalies go through the ``AlertGrouper``, the
+   alerts it lets through go to the alerts topic and to the webhook/Alertmanager sinks;
+4. the batch's loop body returns only once Kafka acknowledged everything it published, and only
+   then does Faust ack the batch's messages (and commit their offsets, every
+   ``worker.commit_interval_s``). A worker that dies mid-batch re-reads the batch on restart.
+
+If Kafka does not acknowledge what a batch published (dead letters included), the batch's messages
+are left unacknowledged, so their offsets are never committed, and the worker stops with an error:
+it is restarted and reads them again, nothing is skipped.
+
+Faust's own exactly-once mode is not used: the bundled broker (Tansu 0.6) refuses the idempotent
+producer handshake it needs; the producer uses acks=all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import faust
+from faust.types import TP
+from faust.types.tuples import ack_lock
+
+from ..alerts import Alert, AlertGrouper, build_sinks
+from ..alerts.sinks import HttpSink
+from ..config import Settings
+from .envelope import EnvelopeError, LogEnvelope, decode_entry
+from .metrics import CONSUMER_LAG, DEAD_LETTERS, REGISTRY
+from .model_worker import EntryMeta, ModelWorker, Scored
+from .records import DeadLetterKind, DeadLetterRecord
+from .streams import StreamRouter
+from .topics import ensure_topics, unreachable
+
+log = logging.getLogger("logstream.worker")
+
+AGENT_NAME = "logstream-score"
+
+
+class PublishFailed(RuntimeError):
+    """Kafka did not acknowledge a record the worker had to publish."""
+
+
+def broker_urls(bootstrap_servers: str) -> list[str]:
+    return [f"kafka://{server.strip()}" for server in bootstrap_servers.split(",") if server.strip()]
+
+
+def topic_names(settings: Settings) -> list[str]:
+    kafka = settings.kafka
+    names = [kafka.input_topic, kafka.alerts_topic, kafka.dead_letter_topic]
+    return names + [kafka.scores_topic] if kafka.scores_topic else names
+
+
+@dataclass(frozen=True)
+class InputMessage:
+    """One message of the input topic, as the agent hands it over (raw bytes and where it was)."""
+
+    key: bytes | None
+    value: bytes | None
+    topic: str
+    partition: int
+    offset: int
+    timestamp: float | None = None  # Kafka timestamp, seconds since the epoch
+
+    @classmethod
+    def from_event(cls, event) -> "InputMessage":
+        m = event.message
+        return cls(event.key, event.value, m.topic, m.partition, m.offset, m.timestamp)
+
+    @property
+    def meta(self) -> EntryMeta:
+        kafka_time = datetime.fromtimestamp(self.timestamp, UTC) if self.timestamp else None
+        return EntryMeta(topic=self.topic, partition=self.partition, offset=self.offset,
+                         kafka_time=kafka_time)
+
+
+def decode_message(message: InputMessage) -> tuple[str, LogEnvelope]:
+    """``decode_entry``, plus text that UTF-8 can carry on: a JSON envelope can hold an escaped lone
+    surrogate (``\\ud800``), which the tokenizer and every record the worker writes would choke on."""
+    stream, envelope = decode_entry(message.value, message.key)
+    for name, text in (("line", envelope.line), ("stream id", stream)):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise EnvelopeError(f"the {name} is not valid Unicode text ({exc.reason} at position "
+                                f"{exc.start})") from None
+    return stream, envelope
+
+
+def abandon(events: Sequence) -> None:
+    """Keep Faust from ever acking (and so committing) these events' messages.
+
+    ``take_events`` acks a batch when its loop body is left, even by an exception; a message marked
+    acked here is skipped by that ack, so the commit stops below it and a restart reads it again.
+    """
+    with ack_lock:
+        for event in events:
+            event.message.acked = True
+
+
+class BatchProcessor:
+    """What the agent does with each batch, and what the timers and rebalance hooks do."""
+
+    def __init__(self, settings: Settings, model: ModelWorker, alerts_topic, dead_letter_topic,
+                 scores_topic=None):
+        self.settings = settings
+        self.model = model
+        self.alerts_topic = alerts_topic
+        self.dead_letter_topic = dead_letter_topic
+        self.scores_topic = scores_topic
+        self.router = StreamRouter(settings.scoring.stream_key)
+        self.grouper = AlertGrouper(settings.alerts.group_window_s, max_groups=settings.alerts.max_groups)
+        self.sinks: list[HttpSink] = build_sinks(settings.alerts, dead_letter=self.dead_letter_alert)
+        self._sinks_started = False
+        self._revoked: set[tuple[str, int]] = set()  # revoked, not yet known to be gone for good
+
+    async def start(self) -> None:
+        if not self._sinks_started:
+            for sink in self.sinks:
+                await sink.start()
+            self._sinks_started = True
+
+    # -- one batch ----------------------------------------------------------------------------
+
+    async def process(self, messages: Sequence[InputMessage]) -> None:
+        """Decode, score and publish one batch; returns once Kafka acknowledged all it published."""
+        await self.start()
+        pending: list[asyncio.Future] = []  # deliveries Kafka must acknowledge before the batch is done
+        entries: list[tuple[str, str, EntryMeta]] = []
+        sources: list[InputMessage] = []
+        for message in messages:
+            meta = message.meta
+            try:
+                stream, envelope = decode_message(message)
+            except EnvelopeError as exc:
+                pending.append(await self._dead_letter(str(exc), "envelope", message))
+                continue
+            stream = self.router.stream_for(envelope.line, stream)
+            self.router.seen(stream, message.topic, message.partition)
+            entries.append((stream, envelope.line, replace(meta, time=envelope.timestamp)))
+            sources.append(message)
+        try:
+            scored = await self.model.score_batch(entries)
+        except Exception as exc:
+            log.exception("scoring a batch of %d entries failed; dead-lettering them", len(entries))
+            reason = f"scoring failed: {type(exc).__name__}: {exc}"
+            for message in sources:
+                pending.append(await self._dead_letter(reason, "scoring", message))
+            scored = []
+        pending += await self._publish_scores(scored)
+        alerts = [alert for s in scored if s.alert is not None for alert in self.grouper.add(s.alert)]
+        pending += await self._publish_alerts(alerts)
+        await self._acknowledged(pending)
+
+    async def _publish_scores(self, scored: list[Scored]) -> list[asyncio.Future]:
+        if self.scores_topic is None:
+            return []
+        version = self.model.model_version
+        return [await self.scores_topic.send(key=s.stream.encode(), value=s.record(version).to_bytes())
+                for s in scored]
+
+    async def _publish_alerts(self, alerts: list[Alert]) -> list[asyncio.Future]:
+        pending = []
+        for alert in alerts:
+            pending.append(await self.alerts_topic.send(key=alert.stream.encode(), value=alert.to_bytes()))
+            for sink in self.sinks:
+                if not sink.submit_nowait(alert):  # a slow receiver must not hold up scoring
+                    DEAD_LETTERS.labels(kind="alert_delivery").inc()
+                    pending.append(await self._send_alert_dead_letter(
+                        alert, f"{sink.kind} sink {sink.url}: delivery queue full "
+                               f"({self.settings.alerts.queue_size} alerts)"))
+        return pending
+
+    async def _dead_letter(self, reason: str, kind: DeadLetterKind, message: InputMessage) -> asyncio.Future:
+        DEAD_LETTERS.labels(kind=kind).inc()
+        log.warning("dead letter (%s) %s[%s]@%s: %s", kind, message.topic, message.partition, message.offset,
+                    reason)
+        record = DeadLetterRecord.for_message(reason, kind, topic=message.topic, partition=message.partition,
+                                              offset=message.offset, key=message.key, value=message.value)
+        return await self.dead_letter_topic.send(key=message.key, value=record.to_bytes())
+
+    async def _send_alert_dead_letter(self, alert: Alert, reason: str) -> asyncio.Future:
+        record = DeadLetterRecord.for_message(
+            reason, "alert_delivery", topic=self.settings.kafka.input_topic, partition=alert.partition,
+            offset=alert.offset, key=alert.stream.encode(), value=alert.to_bytes())
+        return await self.dead_letter_topic.send(key=alert.stream.encode(), value=record.to_bytes())
+
+    async def dead_letter_alert(self, alert: Alert, reason: str) -> None:
+        """The sinks' callback for an alert they could not deliver (they count it in the metrics)."""
+        await self._acknowledged([await self._send_alert_dead_letter(alert, reason)])
+
+    @staticmethod
+    async def _acknowledged(pending: list[asyncio.Future]) -> None:
+        results = await asyncio.gather(*pending, return_exceptions=True)
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            raise PublishFailed(f"Kafka did not acknowledge {len(failures)} of {len(pending)} records: "
+                                f"{failures[0]!r}")
+
+    # -- timers and rebalances ----------------------------------------------------------------
+
+    async def flush_groups(self, force: bool = False) -> int:
+        """Publish the count updates of alert groups whose window has passed (all of them if ``force``)."""
+        updates = self.grouper.flush(force=force)
+        if updates:
+            await self._acknowledged(await self._publish_alerts(updates))
+        return len(updates)
+
+    def partitions_revoked(self, revoked: set[TP]) -> None:
+        # Faust rebalances eagerly: every partition is revoked, then some come straight back. The
+        # streams of those that come back lost no lines, so they are dropped only once the new
+        # assignment shows which partitions really went away.
+        self._revoked |= {(tp.topic, tp.partition) for tp in revoked}
+
+    async def partitions_assigned(self, assigned: set[TP]) -> None:
+        kept = {(tp.topic, tp.partition) for tp in assigned}
+        gone_partitions, self._revoked = self._revoked - kept, set()
+        gone = self.router.revoke(gone_partitions)
+        if gone:
+            dropped = await self.model.drop_streams(gone)
+            log.info("partitions %s moved away: dropped %d of %d streams from the cache",
+                     sorted(p for _, p in gone_partitions), dropped, len(gone))
+        mine = sorted(tp.partition for tp in assigned if tp.topic == self.settings.kafka.input_topic)
+        log.info("input partitions assigned: %s; streams new to this worker start warming up", mine)
+
+    async def close(self) -> None:
+        """Publish pending count updates, let the sinks deliver what they hold, stop the model thread."""
+        try:
+            await asyncio.wait_for(self.flush_groups(force=True), self.settings.worker.shutdown_timeout_s)
+        except Exception as exc:  # shutting down anyway: say what was lost
+            log.error("could not publish the last alert count updates: %r", exc)
+        for sink in self.sinks:
+            await sink.close(self.settings.worker.shutdown_timeout_s)
+        self.model.close()
+
+
+async def update_consumer_lag(app: faust.App, input_topic: str) -> int | None:
+    """Sum over this worker's input partitions of highwater - committed offset (or position).
+
+    Faust keeps committed offsets in a private mapping (``Consumer._committed_offset``); where it is
+    missing the fetch position is used, which leaves out messages fetched but not yet scored.
+    """
+    consumer = app.consumer
+    committed = getattr(consumer, "_committed_offset", {})
+    lag = 0
+    for tp in consumer.assignment():
+        if tp.topic != input_topic:
+            continue
+        highwater = consumer.highwater(tp)
+        if highwater is None:
+            continue
+        done = committed.get(tp)
+        if done is None:
+            done = await consumer.position(tp)
+        lag += max(0, highwater - (done or 0))
+    CONSUMER_LAG.set(lag)
+    return lag
+
+
+def build_app(settings: Settings, model: ModelWorker | None = None) -> faust.App:
+    """The Faust app of the worker (the model is loaded now unless given)."""
+    kafka, worker = settings.kafka, settings.worker
+    if not kafka.bootstrap_servers:
+        raise unreachable(None)
+    model = model or ModelWorker(settings)
+    data_dir = worker.data_dir or Path(tempfile.gettempdir()) / f"logstream-worker-{kafka.consumer_group}"
+    app = faust.App(
+        kafka.consumer_group,
+        broker=broker_urls(kafka.bootstrap_servers),
+        producer_acks=-1,  # acks=all; no idempotence or transactions (the bundled broker refuses them)
+        processing_guarantee="at_least_once",
+        broker_commit_interval=worker.commit_interval_s,
+        broker_session_timeout=worker.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, worker.session_timeout_s / 3),
+        producer_request_timeout=worker.publish_timeout_s,
+        consumer_auto_offset_reset="earliest",
+        topic_partitions=kafka.partitions,
+        topic_replication_factor=kafka.replication_factor,
+        topic_disable_leader=True,  # no tables, so no use for Faust's leader topic
+        web_enabled=worker.web_port is not None,
+        web_port=worker.web_port or 6066,
+        datadir=str(data_dir),
+    )
+
+    def raw_topic(name: str):
+        return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
+                         partitions=kafka.partitions)
+
+    processor = BatchProcessor(settings, model, raw_topic(kafka.alerts_topic),
+                               raw_topic(kafka.dead_letter_topic),
+                               raw_topic(kafka.scores_topic) if kafka.scores_topic else None)
+
+    @app.agent(raw_topic(kafka.input_topic), name=AGENT_NAME)
+    async def score_lines(stream):
+        async for events in stream.take_events(worker.batch_size, within=worker.batch_within_s):
+            try:
+                await processor.process([InputMessage.from_event(event) for event in events])
+            except PublishFailed as exc:
+                abandon(events)
+                log.error("%s; stopping so that a restart reads the batch again", exc)
+                await app.crash(exc)
+                return
+            except Exception as exc:  # a bug: never ack a batch that was not fully handled
+                abandon(events)
+                log.exception("unexpected error handling a batch; stopping so that a restart reads it again")
+                await app.crash(exc)
+                return
+
+    @app.task
+    async def start_sinks():
+        await processor.start()
+
+    @app.timer(worker.alert_flush_interval_s, name="logstream-alert-flush")
+    async def flush_alert_groups():
+        try:
+            await processor.flush_groups()
+        except Exception:  # the groups keep their counts; the next flush or shutdown tries again
+            log.exception("publishing alert count updates failed")
+
+    @app.timer(worker.lag_interval_s, name="logstream-consumer-lag")
+    async def consumer_lag():
+        try:
+            await update_consumer_lag(app, kafka.input_topic)
+        except Exception as exc:  # the gauge is informative; never let it stop the worker
+            log.debug("consumer lag not available: %r", exc)
+
+    @app.on_partitions_revoked.connect
+    async def on_revoked(app, revoked, **kwargs):
+        processor.partitions_revoked(set(revoked))
+
+    @app.on_partitions_assigned.connect
+    async def on_assigned(app, assigned, **kwargs):
+        await processor.partitions_assigned(set(assigned))
+
+    @app.on_before_shutdown.connect
+    async def on_shutdown(app, **kwargs):
+        await processor.close()
+
+    return app
+
+
+def start_metrics_endpoint(port: int | None) -> None:
+    if port is None:
+        return
+    from prometheus_client import start_http_server
+
+    try:
+        start_http_server(port, registry=REGISTRY)
+    except OSError as exc:
+        raise OSError(f"cannot serve metrics on port {port} ({exc}): set metrics.port "
+                      "(LOGSTREAM_METRICS__PORT) to a free port, or to null in the config file to disable "
+                      "the endpoint") from None
+    log.info("metrics on http://0.0.0.0:%d/metrics", port)
+
+
+def run_worker(settings: Settings, loglevel: str = "info") -> int:
+    """Create the topics, load the model, serve metrics and run the Faust worker until a signal."""
+    # Faust runs on the thread's current loop: make one, and create the topics on it first
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.run_until_complete(ensure_topics(settings.kafka, topic_names(settings)))
+    app = build_app(settings)
+    start_metrics_endpoint(settings.metrics.port)
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0

@@ -1,0 +1,232 @@
+"""docker-compose.yml and the Kubernetes manifest, checked without Docker.
+
+The structure is checked as data (services, dependencies, health check, KRaft settings, every
+``LOGSTREAM_...`` variable a real setting, every command a valid ``logstream`` command line), then
+the compose file's own commands and environments run as plain processes against the embedded
+broker (its address substituted for ``kafka:9092``), and alerts must come out of the follower.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from logstream.cli import build_parser
+from logstream.config import Settings
+from logstream.service.broker import EmbeddedBroker, free_port
+from logstream.synth import SyntheticLogs
+from service_helpers import RESULT_TIMEOUT_S, model_dir_or_skip
+
+ROOT = Path(__file__).resolve().parents[1]
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+KUBERNETES_FILE = ROOT / "deploy" / "kubernetes" / "logstream.yaml"
+LOGSTREAM_SERVICES = ("worker", "producer", "alerts")
+KRAFT_SETTINGS = ("KAFKA_NODE_ID", "KAFKA_PROCESS_ROLES", "KAFKA_LISTENERS", "KAFKA_ADVERTISED_LISTENERS",
+                  "KAFKA_CONTROLLER_QUORUM_VOTERS", "KAFKA_CONTROLLER_LISTENER_NAMES",
+                  "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP", "KAFKA_INTER_BROKER_LISTENER_NAME", "CLUSTER_ID")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE_FILE.read_text())
+
+
+def is_setting(name: str) -> bool:
+    """Whether a LOGSTREAM_ variable names a setting (LOGSTREAM_<SECTION>__<FIELD>) or the config file."""
+    if name == "LOGSTREAM_CONFIG":
+        return True
+    if not name.startswith("LOGSTREAM_"):
+        return False
+    model: type[BaseModel] | None = Settings
+    for part in name[len("LOGSTREAM_"):].lower().split("__"):
+        if model is None or part not in model.model_fields:
+            return False
+        annotation = model.model_fields[part].annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return model is None  # a leaf, not a whole section
+
+
+def host_path(service: dict, container_path: str) -> Path:
+    """The repository file that a service's volume mounts at ``container_path``."""
+    for volume in service.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if target == container_path:
+            return (COMPOSE_FILE.parent / source).resolve()
+    raise AssertionError(f"nothing is mounted at {container_path}")
+
+
+def settings_from(env: dict[str, str], monkeypatch) -> Settings:
+    for name in [n for n in os.environ if n.startswith("LOGSTREAM_")]:
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(value))
+    return Settings()
+
+
+# --- structure ----------------------------------------------------------------------------------
+
+def test_compose_has_kafka_worker_producer_and_alerts(compose):
+    services = compose["services"]
+    assert set(services) >= {"kafka", *LOGSTREAM_SERVICES}
+    kafka = services["kafka"]
+    assert kafka["image"].startswith("apache/kafka:")
+    env = {k: str(v) for k, v in kafka["environment"].items()}
+    assert set(KRAFT_SETTINGS) <= set(env)
+    assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
+    assert len(base64.urlsafe_b64decode(env["CLUSTER_ID"] + "==")) == 16  # a KRaft cluster id is a UUID
+    assert env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "1"
+    assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == "1"
+    controller = env["KAFKA_CONTROLLER_LISTENER_NAMES"]
+    assert f"{controller}://" in env["KAFKA_LISTENERS"]
+    assert controller in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"]
+    internal = env["KAFKA_INTER_BROKER_LISTENER_NAME"]
+    advertised = dict(item.split("://") for item in env["KAFKA_ADVERTISED_LISTENERS"].split(","))
+    # the health check asks the internal listener, and the logstream services use that same address
+    health = " ".join(kafka["healthcheck"]["test"])
+    assert "kafka-broker-api-versions.sh" in health and f"--bootstrap-server {advertised[internal]}" in health
+    assert "grep" in health  # exit status 0 alone does not prove the broker answered
+    for name in LOGSTREAM_SERVICES:
+        service = services[name]
+        assert service["depends_on"]["kafka"]["condition"] == "service_healthy", name
+        assert service["environment"]["LOGSTREAM_KAFKA__BOOTSTRAP_SERVERS"] == advertised[internal], name
+
+
+@pytest.mark.parametrize("name", LOGSTREAM_SERVICES)
+def test_compose_services_run_the_one_cli_with_valid_settings(compose, name, monkeypatch):
+    service = compose["services"][name]
+    command = service["command"]
+    assert command[0] == "logstream"
+    build_parser().parse_args(command[1:])  # a valid command line (argparse exits otherwise)
+    env = service["environment"]
+    assert all(is_setting(var) for var in env), [var for var in env if not is_setting(var)]
+    config = host_path(service, env["LOGSTREAM_CONFIG"])
+    settings = settings_from({**env, "LOGSTREAM_CONFIG": str(config)}, monkeypatch)
+    assert settings.kafka.bootstrap_servers == env["LOGSTREAM_KAFKA__BOOTSTRAP_SERVERS"]
+    assert settings.metrics.port is not None
+    if name == "worker":
+        assert f"{settings.metrics.port}:{settings.metrics.port}" in service["ports"]
+
+
+def test_kubernetes_manifest_runs_the_worker_with_valid_settings(tmp_path, monkeypatch):
+    manifest = yaml.safe_load_all(KUBERNETES_FILE.read_text())
+    documents = {(d["kind"], d["metadata"]["name"]): d for d in manifest}
+    config_map = documents[("ConfigMap", "logstream-config")]
+    worker = documents[("Deployment", "logstream-worker")]
+    container = worker["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][0] == "logstream"
+    build_parser().parse_args(container["command"][1:])
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert all(is_setting(var) for var in env), [var for var in env if not is_setting(var)]
+    mount = next(m for m in container["volumeMounts"] if env["LOGSTREAM_CONFIG"].startswith(m["mountPath"]))
+    assert mount["name"] in {v["name"] for v in worker["spec"]["template"]["spec"]["volumes"]}
+    config = tmp_path / "logstream.yaml"
+    config.write_text(config_map["data"][Path(env["LOGSTREAM_CONFIG"]).name])
+    settings = settings_from({**env, "LOGSTREAM_CONFIG": str(config)}, monkeypatch)
+    metrics_ports = {p["containerPort"] for p in container["ports"]}
+    assert settings.metrics.port in metrics_ports
+    assert worker["spec"]["replicas"] <= settings.kafka.partitions  # more would sit idle
+    kafka = documents[("StatefulSet", "kafka")]["spec"]["template"]["spec"]["containers"][0]
+    assert set(KRAFT_SETTINGS) <= {e["name"] for e in kafka["env"]}
+    assert documents[("Service", "kafka")]["spec"]["clusterIP"] == "None"
+
+
+# --- the compose commands, run as processes -----------------------------------------------------
+
+class Output:
+    """Collects a process's output lines in a thread (so nothing blocks on a full pipe)."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._read, args=(process,), daemon=True)
+        self._thread.start()
+
+    def _read(self, process) -> None:
+        for line in process.stdout:
+            self.lines.append(line)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def start_service(service: dict, broker: EmbeddedBroker, workdir: Path,
+                  extra_env: dict[str, str]) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGSTREAM_KAFKA__")}
+    for name, value in service["environment"].items():
+        env[name] = str(value)
+    env["LOGSTREAM_CONFIG"] = str(host_path(service, env["LOGSTREAM_CONFIG"]))
+    env["LOGSTREAM_KAFKA__BOOTSTRAP_SERVERS"] = broker.bootstrap_servers  # for kafka:9092
+    env.update(extra_env)
+    # container paths under /tmp become the test's own directory; `logstream` is this Python's CLI
+    args = [str(workdir / a[len("/tmp/"):]) if a.startswith("/tmp/") else a for a in service["command"][1:]]
+    return subprocess.Popen([sys.executable, "-m", "logstream.cli", *args], env=env, cwd=workdir,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def wait_until(condition, what: str, processes: dict[str, tuple[subprocess.Popen, Output]],
+               timeout_s: float = RESULT_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        for name, (process, output) in processes.items():
+            if process.poll() is not None:
+                pytest.fail(f"{name} exited with {process.returncode} before {what}:\n{output.text[-3000:]}")
+        if time.monotonic() > deadline:
+            logs = "\n".join(f"--- {n}:\n{o.text[-2000:]}" for n, (_, o) in processes.items())
+            pytest.fail(f"timed out after {timeout_s:g} s waiting for {what}\n{logs}")
+        time.sleep(0.2)
+
+
+def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout_s: float = 60) -> int:
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode
+
+
+@pytest.mark.slow
+def test_compose_commands_make_alerts_flow(compose, tmp_path):
+    model_dir_or_skip()
+    services = compose["services"]
+    test_env = {
+        "LOGSTREAM_SCORING__THRESHOLD": "-1",  # every line is over it: alerts are certain
+        "LOGSTREAM_MODEL__THREADS": "1",
+        "LOGSTREAM_METRICS__PORT": str(free_port()),
+        "LOGSTREAM_WORKER__SESSION_TIMEOUT_S": "6",
+        "LOGSTREAM_WORKER__DATA_DIR": str(tmp_path / "faust"),
+    }
+    processes: dict[str, tuple[subprocess.Popen, Output]] = {}
+    with EmbeddedBroker() as broker:
+        try:
+            for name in ("worker", "alerts"):
+                process = start_service(services[name], broker, tmp_path, test_env)
+                processes[name] = (process, Output(process))
+            alerts = processes["alerts"][1]
+            wait_until(lambda: "following" in alerts.text, "the alerts follower to start", processes)
+            producer = start_service(services["producer"], broker, tmp_path, test_env)
+            processes["producer"] = (producer, Output(producer))
+            streams = SyntheticLogs().streams
+            wait_until(lambda: any(line.startswith("! ") and any(f"  {s}  " in line for s in streams)
+                                   for line in alerts.lines), "an alert printed by the follower", processes)
+            assert "score" in alerts.text and " > -1.00" in alerts.text
+            producer_code = stop(producer, signal.SIGINT)
+            assert producer_code in (0, 130), processes["producer"][1].text[-2000:]
+            assert stop(processes["alerts"][0]) == 0, alerts.text[-2000:]
+            assert stop(processes["worker"][0]) == 0, processes["worker"][1].text[-3000:]
+        finally:
+            for process, _ in processes.values():
+                stop(process, signal.SIGKILL, timeout_s=10)

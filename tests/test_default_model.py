@@ -1,0 +1,54 @@
+"""The shipped default model, through the scorer: batching, warm-up thresholds, explanations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from logstream.cache import EngineConfig
+from logstream.config import DEFAULT_MODEL_DIR
+from logstream.scoring.card import ModelCard
+from logstream.scoring.scorer import load_scorer
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs"
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return load_scorer(DEFAULT_MODEL_DIR, device="cpu", dtype="float32",
+                       engine_config=EngineConfig(window=256, slots=8))
+
+
+def test_default_model_is_complete_and_calibrated():
+    card = ModelCard.load(DEFAULT_MODEL_DIR)
+    assert card.calibration is not None and card.calibration.target_false_alert_rate == 1e-3
+    assert card.model_version.startswith("logstream-lm-") and card.preamble
+
+
+def test_many_lines_of_a_stream_in_one_batch_score_as_one_at_a_time(scorer):
+    lines = (SAMPLES / "loghub" / "Zookeeper" / "Zookeeper_2k.log").read_text().splitlines()[:40]
+    other = (SAMPLES / "loghub" / "Apache" / "Apache_2k.log").read_text().splitlines()[:40]
+    batched = scorer.score([(s, l) for pair in zip(lines, other) for s, l in zip(("zk-a", "web-a"), pair)])
+    one_by_one = [scorer.score([(s, l)])[0] for pair in zip(lines, other) for s, l in zip(("zk-b", "web-b"), pair)]
+    assert len(batched) == len(one_by_one) == 80
+    for x, y in zip(batched, one_by_one):
+        assert x.token_ids == y.token_ids and x.stream_position == y.stream_position
+        assert torch.allclose(x.logprobs, y.logprobs, atol=1e-4)
+        assert x.score == pytest.approx(y.score, abs=1e-4)
+
+
+def test_a_foreign_line_in_a_known_stream_stands_out(scorer):
+    hdfs = (SAMPLES / "hdfs" / "HDFS_5k.log").read_text().splitlines()[:120]
+    normal = [r.score for r in scorer.score([("dn", line) for line in hdfs])]
+    odd = scorer.score([("dn", "kernel: Out of memory: Kill process 4242 (java) score 987 or sacrifice child")])[0]
+    assert odd.score > max(normal[40:])  # against warm lines of the same stream
+    assert odd.warm and odd.threshold == ModelCard.load(DEFAULT_MODEL_DIR).calibration.threshold
+
+
+def test_first_lines_of_a_stream_use_the_warm_up_threshold(scorer):
+    card = ModelCard.load(DEFAULT_MODEL_DIR)
+    first = scorer.score([("fresh-stream", "Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user webmaster from 1.2.3.4")])[0]
+    assert first.stream_position == 0 and not first.warm
+    assert first.threshold == card.calibration.warmup_threshold
