@@ -91,6 +91,9 @@ class AlertSettings(Section):
     backoff_max_s: float = Field(30.0, gt=0)
     queue_size: int = Field(10_000, ge=1)
     group_window_s: float = Field(60.0, ge=0, description="same anomaly, same stream: one alert per window")
+    template_min_similarity: float = Field(0.8, ge=0, le=1, description="an anomalous line is taken as an "
+                                           "instance of its nearest known template (and grouped by it) only "
+                                           "this similar to it; otherwise by the line itself, masked")
     max_groups: int = Field(10_000, ge=1, description="open alert groups kept; the oldest is evicted beyond")
     delivery_tasks: int = Field(4, ge=1, description="concurrent deliveries per sink")
     request_timeout_s: float = Field(10.0, gt=0, description="one delivery attempt, connect to last byte")

@@ -33,8 +33,10 @@ RESULT_TIMEOUT_S = 240.0  # a worker loads torch and the model and joins its gro
 
 
 def model_dir_or_skip() -> Path:
+    """settings.model.path; skips when there is no model there yet (no directory, or an empty one while
+    the default model is being trained). A directory with a broken model fails the tests instead."""
     path = Settings().model.path
-    if not path.is_dir():
+    if not path.is_dir() or not any(path.iterdir()):
         pytest.skip(f"no model at {path} (model.path): train the default model (pipelines/default_model.py) "
                     "or point LOGSTREAM_MODEL__PATH at a checkpoint")
     return path

@@ -18,7 +18,6 @@ import os
 import random
 import re
 import socket
-import string
 import subprocess
 import sys
 import threading
@@ -67,8 +66,10 @@ def normal_lines(n: int, seed: int = 0, service: str = "hdfs") -> list[str]:
 
 
 def garbage_line(length: int = 300) -> str:
+    """A long random binary-looking line: any byte but a line break, read as Latin-1."""
     rng = random.Random(7)
-    return "".join(rng.choice(string.ascii_letters + string.punctuation) for _ in range(length))
+    byte_values = [b for b in range(1, 256) if b not in (0x0A, 0x0D)]
+    return bytes(rng.choice(byte_values) for _ in range(length)).decode("latin-1")
 
 
 def produce(bootstrap: str, topic: str,

@@ -118,27 +118,32 @@ class StreamingEngine:
     # --- internals ----------------------------------------------------------------------------
 
     def _groups(self, pieces: list[tuple[int, Chunk]]) -> list[list[tuple[int, Chunk]]]:
-        """Split pieces into forward passes: a stream at most once per pass, at most `slots` rows,
-        at most `max_batch_tokens` padded tokens (rows x longest row).
+        """Split pieces into forward passes.
 
-        A piece of a stream always lands in a later pass than the stream's earlier pieces.
+        A pass holds a stream at most once, at most `slots` rows and `max_batch_tokens` padded
+        tokens. Rows are padded to the longest row of their pass, so a pass only takes rows of one
+        length bucket (powers of two): padding wastes less than half of any pass. A stream's pieces
+        land in passes in their order.
         """
         groups: list[list[tuple[int, Chunk]]] = []
+        bucket_of: list[int] = []
         streams_in: list[set[str]] = []
         last_group_of: dict[str, int] = {}
 
         def fits(g: int, n: int) -> bool:
             rows = len(groups[g]) + 1
             longest = max([n] + [len(c.tokens) for _, c in groups[g]])
-            return rows <= self.pool.slots and (rows == 1 or rows * longest <= self.config.max_batch_tokens)
+            return (bucket_of[g] == _bucket(n) and rows <= self.pool.slots
+                    and rows * longest <= self.config.max_batch_tokens)
 
         for piece in pieces:
-            sid = piece[1].stream_id
+            sid, n = piece[1].stream_id, len(piece[1].tokens)
             g = last_group_of.get(sid, -1) + 1
-            while g < len(groups) and (sid in streams_in[g] or not fits(g, len(piece[1].tokens))):
+            while g < len(groups) and (sid in streams_in[g] or not fits(g, n)):
                 g += 1
             if g == len(groups):
                 groups.append([])
+                bucket_of.append(_bucket(n))
                 streams_in.append(set())
             groups[g].append(piece)
             streams_in[g].add(sid)
@@ -216,3 +221,8 @@ class StreamingEngine:
             entropy=torch.cat([p.entropy for p in parts]),
             next_logprobs=torch.cat([p.next_logprobs for p in parts]) if with_dist else None,
         )
+
+
+def _bucket(n: int) -> int:
+    """Length bucket of a row of n tokens: 1, 2, 3-4, 5-8, 9-16, ..."""
+    return max(0, n - 1).bit_length()

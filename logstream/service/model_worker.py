@@ -125,10 +125,13 @@ class ModelWorker:
                                for t in why.surprising_tokens],
             nearest_template=why.nearest_template, template_similarity=why.template_similarity,
             summary=why.summary)
+        # The template groups alerts: two different unseen messages must not fold together just because
+        # the same known pattern is the least unlike either of them.
+        similar = (why.template_similarity or 0.0) >= self.settings.alerts.template_min_similarity
         return Alert(stream=stream, partition=meta.partition, offset=meta.offset,
                      time=meta.time or meta.kafka_time or datetime.now(UTC), line=line, score=result.score,
-                     threshold=result.threshold, explanation=explanation, template=why.nearest_template,
-                     model_version=self.scorer.model_version)
+                     threshold=result.threshold, explanation=explanation,
+                     template=why.nearest_template if similar else None, model_version=self.scorer.model_version)
 
     def _drop(self, stream_ids: list[str]) -> int:
         dropped = sum(bool(self.scorer.engine.drop(stream)) for stream in stream_ids)
