@@ -20,6 +20,7 @@ COMMANDS = {
     "broker": "run the embedded Kafka-compatible broker in the foreground",
     "score": "score log files offline through the streaming engine",
     "train": "mine templates, train the tokenizer and the model, calibrate thresholds",
+    "calibrate": "set a model's alert thresholds from normal logs (no training)",
     "eval": "evaluate the scorer and baselines on a labeled log set (YAML spec)",
 }
 

@@ -28,8 +28,15 @@ class ModelSettings(Section):
     path: Path = Field(DEFAULT_MODEL_DIR, description="local Hugging Face checkpoint directory")
     device: str = Field("auto", description="auto (cuda if present), cpu, cuda, cuda:1, ...")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
-    threads: int | None = Field(None, ge=1, description="CPU threads for torch; none: torch's default "
-                                "(on a shared or small machine 1-2 is often much faster)")
+    threads: int | None = Field(None, ge=1, description="CPU threads for torch; none: one less than the "
+                                "machine's cores (at least 1, at most 8), leaving a core to Kafka and the event loop")
+
+    def torch_threads(self) -> int:
+        """The CPU thread count to give torch. Oversubscribed OpenMP threads spin against each other,
+        so on a small machine shared with Kafka clients and a broker, fewer threads are faster."""
+        if self.threads:
+            return self.threads
+        return max(1, min(8, (os.cpu_count() or 2) - 1))
 
 
 class CacheSettings(Section):

@@ -58,3 +58,16 @@ def calibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: 
         calibration_lines=len(warm),
         calibration_warmup_lines=len(cold),
     )
+
+
+def recalibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: float,
+                aggregate: str = "mean", progress: bool = True, source: str | None = None):
+    """Recompute a model's thresholds on new normal logs and write them into its logstream.json."""
+    from logstream.scoring.card import ModelCard
+
+    card = ModelCard.load(model_dir)
+    card.calibration = calibrate(model_dir, held_out, target_false_alert_rate, aggregate=aggregate,
+                                 progress=progress)
+    card.training["calibrated_on"] = source
+    card.save(model_dir)
+    return card

@@ -24,6 +24,9 @@ def run(args, settings) -> int:
     from ..scoring.explain import Explainer
     from ..scoring.scorer import load_scorer
 
+    import torch
+
+    torch.set_num_threads(settings.model.torch_threads())
     key_pattern = args.stream_key or settings.scoring.stream_key
     key_re = re.compile(key_pattern) if key_pattern else None
     scorer = load_scorer(settings.model.path, settings.model.device, settings.model.dtype,

@@ -70,19 +70,15 @@ class ModelWorker:
     def _load(self) -> None:
         import torch
 
-        from ..cache import EngineConfig
         from ..scoring.explain import Explainer
         from ..scoring.scorer import load_scorer
 
         model, cache = self.settings.model, self.settings.cache
-        if model.threads:
-            torch.set_num_threads(model.threads)
+        torch.set_num_threads(model.torch_threads())
         if not model.path.is_dir():
             raise FileNotFoundError(f"model directory {model.path} does not exist: set model.path "
                                     "(LOGSTREAM_MODEL__PATH) to a checkpoint made by `logstream train`")
-        engine_config = EngineConfig(window=cache.window_tokens, slots=cache.slots,
-                                     pool_bytes=cache.pool_bytes, host_bytes=cache.host_bytes,
-                                     max_chunk_tokens=cache.max_chunk_tokens)
+        engine_config = cache.engine_config()
         started = time.monotonic()
         self.scorer = load_scorer(model.path, device=model.device, dtype=model.dtype,
                                   engine_config=engine_config, threshold=self.settings.scoring.threshold,
