@@ -69,7 +69,8 @@ class ScoringSettings(Section):
         None, description="regex whose first match (or group 1) keys the stream inside a line, e.g. blk_-?\\d+; "
         "default: the Kafka message key")
     threshold: float | None = Field(None, description="override the model's calibrated threshold")
-    warmup_tokens: int = Field(0, ge=0, description="tokens a new stream sees before it may alert")
+    warmup_tokens: int = Field(0, ge=0, description="tokens a new stream must see before it may alert at all "
+                               "(on top of the calibrated warm-up threshold, which applies from the first line)")
 
 
 class KafkaSettings(Section):

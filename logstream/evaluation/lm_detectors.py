@@ -83,7 +83,9 @@ class SplitModel:
             from ..cache.baselines import SlidingWindowScorer
 
             scorer = load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config)
-            scorer.engine = SlidingWindowScorer(scorer.loaded.model, [], self.window)
+            # The BOS opens each stream (it predicts the first token) and is evicted like any other
+            # token once the window is full; no preamble.
+            scorer.engine = SlidingWindowScorer(scorer.loaded.model, scorer.sink_tokens[:1], self.window)
             return scorer
         return load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config)
 
