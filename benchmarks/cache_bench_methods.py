@@ -38,7 +38,7 @@ class MethodSpec:
 
 @dataclass
 class MethodRun:
-    """Per scored line: its index, tokens, stream position before it, time, cache bytes after it."""
+    """Per scored line: index, tokens, stream position before it, time, cache bytes and RSS after it."""
 
     spec: dict
     line: list[int] = field(default_factory=list)
@@ -46,6 +46,7 @@ class MethodRun:
     position: list[int] = field(default_factory=list)
     ms: list[float] = field(default_factory=list)
     cache_bytes: list[int] = field(default_factory=list)
+    rss_bytes: list[int] = field(default_factory=list)
     logprob_sum: list[float] = field(default_factory=list)
     stopped: dict | None = None  # the dense cache's budget stop: line, position, message
     rss_before_bytes: int = 0  # resident memory after loading, before the first line
@@ -118,6 +119,7 @@ def run_method(spec: MethodSpec, model, sink: list[int], lines: list[list[int]],
             run.position.append(position)
             run.ms.append(elapsed * 1000.0)
             run.cache_bytes.append(scorer.nbytes())
+            run.rss_bytes.append(resident_bytes())
             run.logprob_sum.append(float(scores.logprobs.double().sum()))
         position += len(tokens)
     run.wall_s = time.perf_counter() - began

@@ -77,9 +77,9 @@ def same_lines_ratio(slow: dict, fast: dict) -> tuple[float, float, int]:
     return float(np.median(s) / np.median(f)), total_s / total_f, len(pairs)
 
 
-def flatness(run: dict) -> tuple[float, float, float, float] | None:
-    """Median ms/token in the first and last quarter of the lines after the window filled, and the
-    cache bytes' min and max over those lines (MiB). None when too few lines."""
+def flatness(run: dict) -> tuple[float, ...] | None:
+    """Over the lines after the window filled: median ms/token in the first and the last quarter,
+    then min and max of the cache and of the process RSS (MiB). None when too few lines."""
     window = run["spec"].get("window") or 0
     idx = [i for i, p in enumerate(run["position"]) if p >= window]
     if len(idx) < 8:
@@ -88,7 +88,9 @@ def flatness(run: dict) -> tuple[float, float, float, float] | None:
     per_token = per_token_ms(run)
     first, last = per_token[idx[:quarter]], per_token[idx[-quarter:]]
     cache = [run["cache_bytes"][i] for i in idx]
-    return float(np.median(first)), float(np.median(last)), min(cache) / MIB, max(cache) / MIB
+    rss = [run["rss_bytes"][i] for i in idx]
+    return (float(np.median(first)), float(np.median(last)), min(cache) / MIB, max(cache) / MIB,
+            min(rss) / MIB, max(rss) / MIB)
 
 
 def _fmt(x: float | None, digits: int = 3) -> str:
@@ -126,13 +128,15 @@ def markdown(summaries: list[Summary], runs: dict[str, dict], context: dict) -> 
     flat = [(s.label, flatness(runs[s.label])) for s in summaries]
     flat = [(label, f) for label, f in flat if f is not None]
     if flat:
+        head = ["method", "ms/token, first quarter", "last quarter", "last / first", "cache MiB min / max",
+                "RSS MiB min / max"]
         out += ["## Along the stream", "",
                 "Median ms/token over the first and the last quarter of the lines scored after the window "
-                "filled (all lines for the dense cache), and the cache's size over those lines.", "",
-                "| method | first quarter | last quarter | last / first | cache MiB min | cache MiB max |",
-                "|---|---|---|---|---|---|"]
-        for label, (first, last, lo, hi) in flat:
-            cells = [label, _fmt(first), _fmt(last), f"{last / first:.2f}", f"{lo:.2f}", f"{hi:.2f}"]
+                "filled (all lines for the dense cache); the cache's size and the process RSS over those "
+                "lines.", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for label, (first, last, lo, hi, rss_lo, rss_hi) in flat:
+            cells = [label, _fmt(first), _fmt(last), f"{last / first:.2f}", f"{lo:.2f} / {hi:.2f}",
+                     f"{rss_lo:.0f} / {rss_hi:.0f}"]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     out += [f"Plot: `{context['plot']}`: latency per token and cache memory against position in the stream.",

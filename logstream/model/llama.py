@@ -92,15 +92,6 @@ class Attention(Protocol):
         ...
 
 
-def grouped_attention_weights(q: Tensor, k: Tensor, scale: float) -> Tensor:
-    """Scores of q [B, Hkv, G, T, hd] against k [B or 1, Hkv, K, hd] -> [B, Hkv, G, T, K].
-
-    Grouped-query attention without copying keys: the G query heads that share a KV head are a
-    separate axis that broadcasts against it.
-    """
-    return torch.matmul(q, k.unsqueeze(2).transpose(-1, -2)) * scale
-
-
 class DenseAttention:
     """Plain causal attention over one contiguous sequence per batch row (no cache).
 
@@ -118,19 +109,16 @@ class DenseAttention:
     def __call__(self, layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         B, H, T, hd = q.shape
         Hkv = k.shape[1]
-        cos, sin = self.rotary.cos_sin(self.positions, q.dtype)  # [B, T, hd]
+        cos, sin = self.rotary.cos_sin(self.positions, q.dtype)  # [B or 1, T, hd]
         cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         if self.keys_out is not None:
             self.keys_out.append((k, v))
         mask = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
         if self.valid is not None:
-            mask = mask & self.valid[:, None, None, None, :]
-        out = F.scaled_dot_product_attention(
-            q.view(B, Hkv, H // Hkv, T, hd), k.unsqueeze(2), v.unsqueeze(2), attn_mask=mask,
-            scale=1.0 / math.sqrt(hd),
-        )
-        return out.reshape(B, H, T, hd)
+            mask = mask & self.valid[:, None, None, :]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0 / math.sqrt(hd),
+                                              enable_gqa=H != Hkv)
 
 
 # --- The decoder ------------------------------------------------------------------------------
