@@ -24,7 +24,7 @@ from pipelines.tokenizer import train_tokenizer
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_logs" / "loghub"
 TINY = TrainConfig(vocab_size=512, hidden_size=64, layers=2, heads=2, kv_heads=1, intermediate_size=128,
                    context=128, batch_size=4, steps=80, learning_rate=5e-3, warmup_steps=8,
-                   preamble_templates=4, preamble_max_tokens=64, checkpoint_every=1000, threads=2)
+                   preamble_templates=4, preamble_max_tokens=64, checkpoint_every=1000)
 
 
 @pytest.fixture(scope="module")
