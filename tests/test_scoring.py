@@ -55,3 +55,21 @@ def test_model_card_round_trip_and_missing_card(tmp_path):
     assert again == card and not math.isnan(again.calibration.threshold)
     with pytest.raises(FileNotFoundError, match="logstream train"):
         ModelCard.load(tmp_path / "nowhere")
+
+
+def test_envelope_decoding_gives_reasons_for_bad_input():
+    from logstream.service.envelope import EnvelopeError, decode_entry
+
+    assert decode_entry(b"a plain line\n", b"host-1")[0] == "host-1"
+    stream, envelope = decode_entry(b'{"line": "x", "source": "/var/log/a.log"}', None)
+    assert stream == "/var/log/a.log" and envelope.line == "x"
+    for value, key, reason in [
+        (b'{"line": "a\\ud800b"}', b"k", "not valid Unicode"),
+        (b"\xff\xfe", b"k", "not UTF-8"),
+        (b'{"line": ', b"k", "malformed JSON"),
+        (b'{"line": "x", "colour": 1}', b"k", "colour"),
+        (b"no key, no envelope", None, "no stream id"),
+        (None, b"k", "empty message"),
+    ]:
+        with pytest.raises(EnvelopeError, match=reason):
+            decode_entry(value, key)

@@ -55,4 +55,12 @@ def decode_entry(value: bytes | None, key: bytes | None) -> tuple[str, LogEnvelo
     stream = envelope.stream or key_text or envelope.source
     if not stream:
         raise EnvelopeError("no stream id: give the message a key, or an envelope with stream or source")
+    # A JSON envelope can carry an escaped lone surrogate ("\ud800"): valid JSON, but not text that
+    # the tokenizer or any record written downstream can encode.
+    for name, text in (("line", envelope.line), ("stream id", stream)):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise EnvelopeError(f"the {name} is not valid Unicode text ({exc.reason} at position "
+                                f"{exc.start})") from None
     return stream, envelope

@@ -3,7 +3,7 @@
 One agent reads the input topic as raw bytes in micro-batches (``take_events``: ``take`` with each
 message's partition, offset and timestamp). For each batch:
 
-1. every message is decoded (``decode_entry``, plus a check that its text is valid Unicode); one
+1. every message is decoded (``decode_entry``, which also refuses text that is not valid Unicode); one
    that is not a log entry goes to the dead-letter topic with the reason;
 2. the entries are scored in one forward pass on the model thread (``ModelWorker``); if that fails,
    every entry of the batch is dead-lettered with the reason;
@@ -88,16 +88,7 @@ class InputMessage:
 
 
 def decode_message(message: InputMessage) -> tuple[str, LogEnvelope]:
-    """``decode_entry``, plus text that UTF-8 can carry on: a JSON envelope can hold an escaped lone
-    surrogate (``\\ud800``), which the tokenizer and every record the worker writes would choke on."""
-    stream, envelope = decode_entry(message.value, message.key)
-    for name, text in (("line", envelope.line), ("stream id", stream)):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise EnvelopeError(f"the {name} is not valid Unicode text ({exc.reason} at position "
-                                f"{exc.start})") from None
-    return stream, envelope
+    return decode_entry(message.value, message.key)
 
 
 def abandon(events: Sequence) -> None:
