@@ -9,6 +9,9 @@ One model is trained per split, on that split's normal training lines only (``pi
 and shared by the detectors of that split; trained models are kept under a cache directory keyed by
 the training data and settings, so a second run of the same evaluation does not retrain.
 
+Like the template baseline, the detectors read each line's message (the spec's ``content`` regex)
+when the spec gives one, so both see the same text; timestamps and node names are left out.
+
 Scores are put on one scale before the threshold: a line's raw score minus the threshold of its
 state (stream warming up, or warm), each calibrated on the held-out normal lines; the detector then
 alerts on that margin exceeding a threshold calibrated the same way (per group for group labels).
@@ -20,6 +23,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,8 +52,13 @@ class SplitModel:
     train_steps: int
     window: int = 2048
     seed: int = 0
+    content: str | None = None  # regex with a named group 'content': the part of a line to read
     model_dir: Path | None = None
     _scored: dict = field(default_factory=dict)  # (mode, id of entries) -> list[LineScore]
+
+    def text(self, entry: LogEntry) -> str:
+        match = re.match(self.content, entry.line) if self.content else None
+        return match.group("content") if match else entry.line
 
     def ensure_trained(self, train: list[LogEntry], calibration: list[LogEntry], rate: float) -> Path:
         if self.model_dir is not None:
@@ -61,12 +70,12 @@ class SplitModel:
         cfg = DEFAULT_CONFIG.model_copy(update={"steps": self.train_steps, "seed": self.seed})
         digest = hashlib.sha256()
         for entry in [*train, None, *calibration]:
-            digest.update(b"\x00" if entry is None else f"{entry.stream}\x01{entry.line}\n".encode())
+            digest.update(b"\x00" if entry is None else f"{entry.stream}\x01{self.text(entry)}\n".encode())
         digest.update(json.dumps(cfg.model_dump(), sort_keys=True).encode())
         out = cache_root() / digest.hexdigest()[:16]
         if not (out / "logstream.json").exists() or '"calibration": null' in (out / "logstream.json").read_text():
             log.info("training a model for this split in %s (%d lines, %d steps)", out, len(train), cfg.steps)
-            train_pipeline(_corpus(train, Corpus), out, cfg, calibration=_corpus(calibration, Corpus),
+            train_pipeline(self._corpus(train, Corpus), out, cfg, calibration=self._corpus(calibration, Corpus),
                            target_false_alert_rate=rate, description={"evaluation": True})
         self.model_dir = out
         return out
@@ -74,7 +83,7 @@ class SplitModel:
     def scores(self, mode: str, entries: list[LogEntry]) -> list[LineScore]:
         key = (mode, id(entries))
         if key not in self._scored:
-            self._scored[key] = score_entries(self._scorer(mode), mode, entries)
+            self._scored[key] = score_entries(self._scorer(mode), mode, entries, self.text)
         return self._scored[key]
 
     def _scorer(self, mode: str) -> LineScorer:
@@ -90,14 +99,15 @@ class SplitModel:
         return load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config)
 
 
-def _corpus(entries: list[LogEntry], corpus_cls):
-    corpus = corpus_cls()
-    for entry in entries:
-        corpus.add(entry.stream, entry.line)
-    return corpus
+    def _corpus(self, entries: list[LogEntry], corpus_cls):
+        corpus = corpus_cls()
+        for entry in entries:
+            corpus.add(entry.stream, self.text(entry))
+        return corpus
 
 
-def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], batch: int = 64) -> list[LineScore]:
+def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], text=lambda e: e.line,
+                  batch: int = 64) -> list[LineScore]:
     """Score entries in dataset order, ``batch`` at a time (streams interleave as they arrive)."""
     from tqdm.auto import tqdm
 
@@ -105,12 +115,12 @@ def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], batch:
     for at in tqdm(range(0, len(entries), batch), desc=f"scoring ({mode})", unit="batch", leave=False):
         chunk = entries[at:at + batch]
         if mode == "no-context":  # every line a new stream of its own, forgotten after scoring
-            keyed = [(f"line-{e.index}", e.line) for e in chunk]
+            keyed = [(f"line-{e.index}", text(e)) for e in chunk]
             out += scorer.score(keyed)
             for stream, _ in keyed:
                 scorer.engine.drop(stream)
         else:
-            out += scorer.score([(e.stream, e.line) for e in chunk])
+            out += scorer.score([(e.stream, text(e)) for e in chunk])
     return out
 
 
@@ -149,7 +159,7 @@ class LanguageModelDetector:
 def lm_detectors(spec, settings, args) -> list[LanguageModelDetector]:
     """The LM detectors of one split, sharing one trained model."""
     shared = SplitModel(train_steps=getattr(args, "lm_steps", None) or 300,
-                        window=settings.cache.window_tokens if settings else 2048)
+                        window=settings.cache.window_tokens if settings else 2048, content=spec.content)
     aggregates = getattr(args, "lm_aggregates", None) or list(AGGREGATES)
     detectors = [LanguageModelDetector(shared, "stream", agg) for agg in aggregates]
     detectors += [LanguageModelDetector(shared, mode, "mean") for mode in ("no-context", "window-no-sink")]
