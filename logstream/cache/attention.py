@@ -51,9 +51,13 @@ class BatchPlan:
 class StreamingAttention:
     """The attention backend that ``Transformer.hidden_states`` calls for every layer."""
 
-    def __init__(self, plan: BatchPlan, pool: SlotPool, sink: SinkPrefix, rotary: Rotary, dtype: torch.dtype):
+    def __init__(self, plan: BatchPlan, pool: SlotPool, sink: SinkPrefix, rotary: Rotary, dtype: torch.dtype,
+                 groups: int, fused: bool | None = None):
         self.pool, self.sink = pool, sink
         device = pool.device
+        # The fused CPU kernel (FlashAttention-style, returns the log-sum-exp we merge blocks with)
+        # where it exists; plain matmuls otherwise (GPU: see kernels/ for the fast path).
+        self.block = _fused_block if (fused if fused is not None else fused_available(device)) else _reference_block
         B, T, L, S = plan.batch, plan.width, plan.window, plan.sink_length
         i = torch.arange(T, device=device)
         t = plan.starts[:, None] + i  # [B, T] stream index of every new token
@@ -76,9 +80,12 @@ class StreamingAttention:
         ii, jj = i[:, None], i[None, :]
         chunk = (jj <= ii) & (ii - jj <= L)
         chunk_mask = chunk[None] & self.valid[:, None, :]  # [B, T, T]
-        # As additive biases (0 or -inf), broadcast over heads: [B, 1, 1, T, keys].
-        self.ring_bias = _bias(ring_mask, dtype)
-        self.chunk_bias = _bias(chunk_mask, dtype)
+        # As additive biases (0 or -inf) in the rows' layout (G query heads x T tokens, see
+        # __call__), broadcast over KV heads: [B, 1, G*T, keys]. Built once, used by every layer.
+        self.ring_bias = _bias(ring_mask, groups, dtype)
+        self.chunk_bias = _bias(chunk_mask, groups, dtype)
+        # Rows that see no ring key at all (a new stream: limit < 1) must give that block no weight.
+        self.ring_seen = _bias(limit >= 1, groups, torch.float32)
 
         # Where the new keys go: only each row's last min(n, L) tokens survive in the ring.
         keep = self.valid & (i[None, :] >= plan.lengths[:, None] - L)
@@ -110,29 +117,19 @@ class StreamingAttention:
         ring_k, ring_v = self._ring(self.pool.keys[layer]), self._ring(self.pool.values[layer])
         sink_k, sink_v = self.sink.keys[layer], self.sink.values[layer]
 
-        def scores(queries: Tensor, keys: Tensor, bias: Tensor | None) -> Tensor:
-            s = torch.matmul(queries, keys.transpose(-1, -2)).view(B, Hkv, H // Hkv, T, -1)
-            return s if bias is None else s.add_(bias)
-
         # One softmax over [sink | ring | new] keys, computed block by block without concatenating
-        # them: each block keeps its own running max m_b, exp-sum z_b and weighted values, and the
-        # blocks are merged with weights exp(m_b - max_b m_b) (the "online softmax" of FlashAttention).
+        # them: each block returns its normalised output and log-sum-exp, and the blocks are merged
+        # with weights exp(lse_b - logsumexp_b lse_b) (the "online softmax" of FlashAttention).
+        sink_k = sink_k.expand(B, *sink_k.shape)  # shared by every row: a view, no copy
+        sink_v = sink_v.expand(B, *sink_v.shape)
         blocks = (
-            (scores(q_sink, sink_k, None), sink_v),  # sinks: always visible
-            (scores(q_win, ring_k, self.ring_bias), ring_v),  # the ring as it was before this call
-            (scores(q_win, k_new, self.chunk_bias), v),  # this call's tokens, causal
+            self.block(q_sink, sink_k, sink_v, None, None),  # sinks: always visible
+            self.block(q_win, ring_k, ring_v, self.ring_bias, self.ring_seen),  # the ring before this call
+            self.block(q_win, k_new, v, self.chunk_bias, None),  # this call's tokens, causal
         )
-        maxima, sums, outs = [], [], []
-        for s, values in blocks:
-            m = s.amax(-1, keepdim=True)  # -inf where a row sees no key of this block (empty ring)
-            e = s.sub_(m.masked_fill(m == float("-inf"), 0.0)).exp_()
-            maxima.append(m.float())
-            sums.append(e.sum(-1, keepdim=True, dtype=torch.float32))
-            outs.append(torch.matmul(e.view(B, Hkv, -1, e.shape[-1]), values).view(B, Hkv, -1, T, hd).float())
-        top = torch.maximum(torch.maximum(maxima[0], maxima[1]), maxima[2])  # finite: sinks are always seen
-        weights = [torch.exp(m - top) for m in maxima]
-        total = sum(z * w for z, w in zip(sums, weights))
-        out = (sum(o * w for o, w in zip(outs, weights)) / total).to(q.dtype)
+        lse = torch.stack([b[1] for b in blocks])  # [3, B, Hkv, G*T, 1]
+        weights = torch.softmax(lse, dim=0)  # finite: the sinks are always seen
+        out = sum(o * w for (o, _), w in zip(blocks, weights)).to(q.dtype)
 
         # Append this call's keys and values to the ring, in place (after reading it above).
         self.pool.keys[layer][self.write_slots, :, self.write_ring] = k_new[self.write_rows, :, self.write_cols]
@@ -140,9 +137,45 @@ class StreamingAttention:
         return out.reshape(B, H, T, hd)
 
 
-def _bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
+def _bias(mask: Tensor, groups: int, dtype: torch.dtype) -> Tensor:
+    """[B, T, K] mask -> [B, 1, groups*T, K] additive bias (0 visible, -inf not); row g*T + t is token t."""
     bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
-    return bias[:, None, None]
+    return bias[:, None].repeat(1, 1, groups, 1)
+
+
+def _reference_block(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, seen: Tensor | None) -> tuple[Tensor, Tensor]:
+    """Softmax attention of q over one block of keys, in plain torch.
+
+    Returns the normalised output [B, Hkv, R, hd] and the log-sum-exp of the scores [B, Hkv, R, 1]
+    (float32), -inf for rows that see no key of this block (their output is 0).
+    """
+    s = torch.matmul(q, k.transpose(-1, -2))
+    if bias is not None:
+        s = s.add_(bias)
+    m = s.amax(-1, keepdim=True)
+    m = m.masked_fill(m == float("-inf"), 0.0)
+    e = s.sub_(m).exp_()
+    z = e.sum(-1, keepdim=True, dtype=torch.float32)
+    out = torch.matmul(e, v).float() / z.clamp_min(torch.finfo(torch.float32).tiny)
+    return out, m.float() + z.log()
+
+
+def _fused_block(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, seen: Tensor | None) -> tuple[Tensor, Tensor]:
+    """The same as `_reference_block`, by ATen's fused CPU attention kernel (one pass, no score tensor)."""
+    out, lse = _FUSED_CPU(q, k, v, 0.0, False, attn_mask=bias, scale=1.0)
+    lse = lse[..., None].float()
+    if seen is not None:  # the kernel reports lse 0 (not -inf) for a row with every key masked
+        lse = lse + seen
+    return out.float(), lse
+
+
+# ATen's FlashAttention-style CPU kernel, which also returns the log-sum-exp. It is a private op
+# (there since torch 2.2); without it the engine uses `_reference_block`.
+_FUSED_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def fused_available(device: torch.device) -> bool:
+    return device.type == "cpu" and _FUSED_CPU is not None
 
 
 def _as_range(slots: Tensor) -> tuple[int, int] | None:

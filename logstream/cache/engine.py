@@ -49,12 +49,15 @@ class EngineConfig:
     max_chunk_tokens: int = 512  # longer chunks are split (exactly) into pieces of this size
     max_batch_tokens: int = 8192  # padded tokens per forward pass (bounds the score tensors' memory)
     rebase_interval: int = 1 << 16  # keep RoPE positions below this (plus L and one chunk)
+    attention: str = "auto"  # "auto": ATen's fused CPU kernel on CPU; "reference": plain torch matmuls
 
     def __post_init__(self):
         if self.window < 1:
             raise ValueError("window must be at least 1 token")
         if self.rebase_interval < 1 or self.max_chunk_tokens < 1:
             raise ValueError("rebase_interval and max_chunk_tokens must be positive")
+        if self.attention not in ("auto", "reference"):
+            raise ValueError(f"attention must be 'auto' or 'reference', not {self.attention!r}")
 
 
 class StreamingEngine:
@@ -169,28 +172,39 @@ class StreamingEngine:
             window=self.window,
             sink_length=self.sink.length,
         )
-        attention = StreamingAttention(plan, self.pool, self.sink, self.model.rotary, self.dtype)
+        a = self.model.args
+        attention = StreamingAttention(plan, self.pool, self.sink, self.model.rotary, self.dtype,
+                                       groups=a.n_heads // a.n_kv_heads,
+                                       fused=False if self.config.attention == "reference" else None)
         hidden = self.model.hidden_states(tokens, attention)  # [B, T, dim]
 
         # Token i is predicted by the hidden state before it: the stream's last one for i = 0.
+        # Only real (unpadded) tokens go through the output layer: it is the largest matmul.
         predictors = torch.cat((self.pool.last_hidden[plan.slots][:, None], hidden[:, :-1]), dim=1)
-        logits = self.model.logits(predictors)  # [B, T, V] float32
-        logprobs_all = torch.log_softmax(logits, dim=-1)
-        token_logprobs = logprobs_all.gather(-1, tokens[..., None])[..., 0]
-        # H = -sum p log p; with p from softmax (exp of tiny log-probs underflows to denormals, slowly).
-        entropy = -(torch.softmax(logits, dim=-1) * logprobs_all).sum(-1)
-        next_all = torch.log_softmax(self.model.logits(hidden), dim=-1) if return_distributions else None
+        real = attention.valid  # [B, T]
+        logits = self.model.logits(predictors[real])  # [N, V] float32
+        # log p(token) = logit - lse; entropy H = -sum p log p = lse - sum p * logit; one exp pass.
+        top = logits.amax(-1, keepdim=True)
+        e = (logits - top).exp_()
+        z = e.sum(-1)
+        lse = top[:, 0] + z.log()
+        token_logprobs = logits.gather(-1, tokens[real][:, None])[:, 0] - lse
+        entropy = lse - (e * logits).sum(-1) / z
+        next_all = torch.log_softmax(self.model.logits(hidden[real]), dim=-1) if return_distributions else None
 
         out = []
+        offsets = [0]
+        for n in lengths:
+            offsets.append(offsets[-1] + n)
         for row, (chunk, state) in enumerate(zip(chunks, states)):
-            n = lengths[row]
+            n, first, last = lengths[row], offsets[row], offsets[row + 1]
             self.pool.last_hidden[state.slot].copy_(hidden[row, n - 1])
             out.append(ChunkScores(
                 stream_id=chunk.stream_id,
                 start=state.length,
-                logprobs=token_logprobs[row, :n].float().cpu(),
-                entropy=entropy[row, :n].float().cpu(),
-                next_logprobs=next_all[row, :n].cpu() if next_all is not None else None,
+                logprobs=token_logprobs[first:last].float().cpu(),
+                entropy=entropy[first:last].float().cpu(),
+                next_logprobs=next_all[first:last].cpu() if next_all is not None else None,
             ))
             state.length += n
         return out
