@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import torch
 import transformers
 
@@ -34,3 +36,14 @@ def tiny_pair(name: str, layers: int = 2, seed: int = 0):
     ours = build_model(config)
     load_state_dict_into(ours, hf.state_dict(), name)
     return hf, ours
+
+
+def random_lines(n_tokens: int, seed: int) -> list[list[int]]:
+    """A token stream cut into 'lines' of 1..9 tokens (ids 3..100, inside every tiny vocab)."""
+    rng = random.Random(seed)
+    lines, total = [], 0
+    while total < n_tokens:
+        n = min(rng.randint(1, 9), n_tokens - total)
+        lines.append([rng.randrange(3, 101) for _ in range(n)])
+        total += n
+    return lines

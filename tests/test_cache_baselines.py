@@ -9,8 +9,6 @@ re-rotated to positions inside the cache as in StreamingLLM's window attention.
 
 from __future__ import annotations
 
-import random
-
 import pytest
 import torch
 from transformers import DynamicCache
@@ -19,23 +17,13 @@ from logstream.cache import Chunk
 from logstream.cache.baselines import (
     CacheBudgetExceeded, DenseCacheScorer, RecomputeWindowScorer, SlidingWindowScorer,
 )
-from models import tiny_pair
+from models import random_lines, tiny_pair
 from oracle import _rope, dense_window_logprobs
 
 ATOL = 1e-4
 SINK = [1, 7, 9]
 S = len(SINK)
 NAMES = ["llama-gqa", "qwen2-mha", "mistral-gqa"]  # GQA, biases + tied embeddings, one KV head
-
-
-def random_lines(n_tokens: int, seed: int) -> list[list[int]]:
-    rng = random.Random(seed)
-    lines, total = [], 0
-    while total < n_tokens:
-        n = min(rng.randint(1, 9), n_tokens - total)
-        lines.append([rng.randrange(3, 101) for _ in range(n)])
-        total += n
-    return lines
 
 
 def chunked(lines: list[list[int]], how: str) -> list[list[int]]:

@@ -13,22 +13,11 @@ import pytest
 import torch
 
 from logstream.cache import Chunk, EngineConfig, StreamingEngine
-from models import CONFIGS, tiny_pair
+from models import CONFIGS, random_lines, tiny_pair
 from oracle import dense_window_logprobs, streaming_llm_logprobs
 
 ATOL = 1e-4
 SINK = [1, 7, 9]  # BOS plus two preamble tokens
-
-
-def random_lines(n_tokens: int, seed: int) -> list[list[int]]:
-    """A token stream cut into 'lines' of 1..9 tokens."""
-    rng = random.Random(seed)
-    lines, total = [], 0
-    while total < n_tokens:
-        n = min(rng.randint(1, 9), n_tokens - total)
-        lines.append([rng.randrange(3, 101) for _ in range(n)])
-        total += n
-    return lines
 
 
 def chunkings(lines: list[list[int]]) -> dict[str, list[list[int]]]:
