@@ -4,19 +4,26 @@
     python benchmarks/service_bench.py --quick         # a few minutes, -> /tmp/logstream-service-bench/
 
 What runs: an ``EmbeddedBroker`` (Tansu, a real Kafka-compatible broker process), topics with 4
-partitions, and ONE worker started exactly as the service tests start it (``python -m logstream.cli
+partitions, and workers started exactly as the service tests start one (``python -m logstream.cli
 worker`` as a child process, configured by ``LOGSTREAM_...`` variables), with the default model
-(``logstream/assets/default-model``), the scores topic enabled and metrics on a free port.
+(``logstream/assets/default-model``), the scores topic enabled and metrics on a free port. Unless
+``--workers`` says otherwise that is ONE worker; ``--workers 1,2`` also measures 2 worker processes
+in one consumer group (Kafka's way to scale: the 4 input partitions are split between them), each
+with its own metrics port and Faust data directory, the same environment otherwise.
 
-1. Throughput, for every ``--threads`` x ``--batch-sizes`` pair (``LOGSTREAM_MODEL__THREADS``,
-   ``LOGSTREAM_WORKER__BATCH_SIZE``), each a fresh worker on fresh topics: ``--lines`` synthetic
-   lines are loaded first, then the worker starts and works through the backlog. Lines/s come from
-   the Kafka timestamps of the score records (see ``service_bench_runs``). ``--repeats`` runs the
-   pairs again in reverse order, so slow drifts of the machine's other load hit every pair alike;
-   a run ends ``--max-run-seconds`` after its first score even with lines left.
-2. The same with the Loghub 2k samples (16 files, one stream each), with the chosen pair.
-3. A profiled run (py-spy on the worker, if installed: ``pip install py-spy``).
-4. Latency: a warm worker with the chosen pair gets lines at each ``--rates`` (lines/s) for
+1. Throughput, for every ``--workers`` x ``--threads`` x ``--batch-sizes`` combination
+   (worker processes, ``LOGSTREAM_MODEL__THREADS``, ``LOGSTREAM_WORKER__BATCH_SIZE``), each with
+   fresh workers on fresh topics: one worker: ``--lines`` synthetic lines are loaded first, then the
+   worker starts and works through the backlog; several: they start first, the lines are loaded
+   once every worker holds its share of the partitions (no start-up rebalance while scoring). Lines/s
+   come from the Kafka timestamps of the score records (see ``service_bench_runs``); CPU time,
+   histograms and counters are summed over the worker processes. ``--repeats`` runs the
+   combinations again in reverse order, so slow drifts of the machine's other load hit every one
+   alike; a run ends ``--max-run-seconds`` after its first score even with lines left.
+2. The same with the Loghub 2k samples (16 files, one stream each), with the fastest combination
+   (workers included; the target check uses it).
+3. A profiled run (py-spy on the worker, if installed: ``pip install py-spy``); one worker.
+4. Latency: a warm worker (one) with the chosen pair (the best of one worker) gets lines at each ``--rates`` (lines/s) for
    ``--latency-seconds``, one obviously anomalous line every ``--inject-every``; ingest-to-score
    and ingest-to-alert latency from Kafka timestamps. Then the same below capacity with the worker's
    consumer fetch wait patched to ``--fetchwait-ms`` (``service_bench_fetchwait.py``; Faust fixes it).
@@ -71,6 +78,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="LOGSTREAM_MODEL__THREADS values ('default': unset; a trailing p also sets "
                         "OMP_WAIT_POLICY=PASSIVE for the worker: OpenMP threads sleep instead of spinning while they wait)")
     p.add_argument("--batch-sizes", default="64,256", help="LOGSTREAM_WORKER__BATCH_SIZE values")
+    p.add_argument("--workers", default="1",
+                   help="worker process counts for the throughput table, e.g. 1,2: N processes of `logstream "
+                        "worker` in one consumer group (the input topic has 4 partitions), each with its own "
+                        "metrics port and data dir; the latency, profile and stage runs use one worker")
     p.add_argument("--max-run-seconds", type=float, default=120.0,
                    help="a throughput run ends this long after its first score, even with lines left (slow pairs)")
     p.add_argument("--repeats", type=int, default=2, help="rounds of the throughput table (alternating order)")
@@ -79,14 +90,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--inject-every", type=int, default=50, help="one anomalous line in this many (latency)")
     p.add_argument("--warm-lines", type=int, default=3000, help="lines the latency worker scores first")
     p.add_argument("--latency-config", default=None,
-                   help="THREADS,BATCH for the Loghub, profile and latency runs (default: the best pair)")
+                   help="THREADS,BATCH for the one-worker profile and latency runs (default: the best pair "
+                        "of one worker); with --workers also WORKERS,THREADS,BATCH, which sets the Loghub run")
     p.add_argument("--fetchwait-ms", type=int, default=100,
                    help="also measure latency (rates below 80 %% of capacity) with the worker's consumer fetch wait "
                         "set to this (Faust fixes 1500 ms; service_bench_fetchwait.py); 0: skip")
     p.add_argument("--profile-lines", type=int, default=8000, help="lines of the py-spy run (0: none)")
     p.add_argument("--profile-seconds", type=int, default=30)
     p.add_argument("--py-spy", default=None, help="py-spy binary (default: on PATH)")
-    p.add_argument("--stage-lines", type=int, default=3000, help="lines of the in-process stage breakdown")
+    p.add_argument("--stage-lines", type=int, default=3000, help="lines of the in-process stage breakdown (0: none)")
     p.add_argument("--whatif-windows", default="512,256", help="extra cache.window_tokens for the stage breakdown")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="small sizes; writes to a temp folder unless --out")
@@ -116,12 +128,26 @@ def parse_threads(text: str) -> list[str]:
     return tokens
 
 
-def config_for(threads: str, batch_size: int, **kwargs) -> WorkerConfig:
-    """The worker configuration a --threads token and a batch size stand for."""
+def parse_workers(text: str) -> list[int]:
+    tokens = [t.strip() for t in text.split(",") if t.strip()]
+    if not tokens or not all(t.isdigit() and int(t) >= 1 for t in tokens):
+        raise SystemExit(f"--workers: {text!r} is not a list of process counts (1 or more), e.g. 1,2")
+    return [int(t) for t in tokens]
+
+
+def config_for(threads: str, batch_size: int, workers: int = 1, **kwargs) -> WorkerConfig:
+    """The worker configuration a --threads token, a batch size and a process count stand for."""
     passive = threads.endswith("p")
     count = threads.rstrip("p")
     return WorkerConfig(None if count == "default" else int(count), batch_size,
-                        extra_env={"OMP_WAIT_POLICY": "PASSIVE"} if passive else {}, **kwargs)
+                        extra_env={"OMP_WAIT_POLICY": "PASSIVE"} if passive else {}, workers=workers, **kwargs)
+
+
+def pick(summary: dict) -> tuple:
+    """The fastest; among those within 5 % of it, the one that spends the least worker CPU per line."""
+    best_rate = max(v["sustained"] for v in summary.values())
+    close = [k for k, v in summary.items() if v["sustained"] >= 0.95 * best_rate]
+    return min(close, key=lambda k: summary[k]["cpu_ms"])
 
 
 def describe_machine() -> dict[str, str]:
@@ -176,6 +202,7 @@ def median(values):
 
 async def main_async(args) -> dict:
     threads_list = parse_threads(args.threads)
+    workers_list = parse_workers(args.workers)
     batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b.strip()]
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="logstream-service-bench-"))
@@ -205,42 +232,56 @@ async def main_async(args) -> dict:
         results["kafka_floor"] = await kafka_floor(broker.bootstrap_servers, floor_pipeline.kafka.input_topic)
         print(f"broker floor: {results['kafka_floor']}")
 
-        # 1. the throughput table
-        configs = [(t, b) for t in threads_list for b in batch_sizes]
+        # 1. the throughput table: (workers, threads, batch)
+        configs = [(w, t, b) for w in workers_list for t in threads_list for b in batch_sizes]
         table = []
         for round_ in range(args.repeats):
             order = configs if round_ % 2 == 0 else configs[::-1]
-            for threads, batch_size in order:
-                config = config_for(threads, batch_size)
+            for workers, threads, batch_size in order:
+                config = config_for(threads, batch_size, workers)
                 print(f"throughput round {round_ + 1}/{args.repeats}: {config.label}")
                 r = await throughput_run(pipeline(config), synthetic, broker_pid, timeout_s=timeout,
                                          cap_s=args.max_run_seconds)
+                extra = ""
+                if workers > 1:
+                    extra = (f", group ready after {r.group_ready_s:.1f} s, rebalances while scoring {r.rebalances}, "
+                             f"lines scored twice {r.duplicates}, per worker "
+                             + "; ".join(f"{w['partitions']}: {w['lines'] or 0:.0f} lines, {w['cores'] or 0:.2f} cores"
+                                         for w in r.per_worker))
                 print(f"  sustained {r.sustained_lps:.1f} lines/s, worker {r.worker_cpu_ms_per_line:.2f} CPU-ms/line, "
-                      f"load {r.load_after[0]:.2f}")
-                table.append({"round": round_ + 1, "threads": threads, "batch_size": batch_size,
+                      f"{r.worker_cores:.2f} worker cores, load {r.load_after[0]:.2f}{extra}")
+                table.append({"round": round_ + 1, "workers": workers, "threads": threads, "batch_size": batch_size,
                               **asdict(r)})
         results["throughput"] = table
         by_config = {}
         for row in table:
-            by_config.setdefault((row["threads"], row["batch_size"]), []).append(row)
+            by_config.setdefault((row["workers"], row["threads"], row["batch_size"]), []).append(row)
         summary = {k: {"sustained": median([r["sustained_lps"] for r in rows]),
                        "cpu_ms": median([r["worker_cpu_ms_per_line"] for r in rows])} for k, rows in by_config.items()}
-        best_rate = max(v["sustained"] for v in summary.values())
-        # the fastest; among those within 5 % of it, the one that spends the least worker CPU per line
-        close = [k for k, v in summary.items() if v["sustained"] >= 0.95 * best_rate]
-        chosen = min(close, key=lambda k: summary[k]["cpu_ms"])
+        # the fastest over everything, workers included: the Loghub run and the target check
+        best = max(summary, key=lambda k: summary[k]["sustained"] if summary[k]["sustained"] == summary[k]["sustained"]
+                   else -1.0)
+        # the one-worker runs (profile, latency, stages) take the best pair of the fewest workers measured
+        fewest = min(workers_list)
+        pairs = {(t, b): v for (w, t, b), v in summary.items() if w == fewest}
+        chosen = pick(pairs)
         if args.latency_config:
-            t, b = args.latency_config.split(",")
-            chosen = (t, int(b))
-        results["chosen"] = {"threads": chosen[0], "batch_size": chosen[1]}
+            parts = [x.strip() for x in args.latency_config.split(",")]
+            if len(parts) == 3:
+                best = (int(parts[0]), parts[1], int(parts[2]))
+                parts = parts[1:]
+            chosen = (parts[0], int(parts[1]))
+        results["best"] = {"workers": best[0], "threads": best[1], "batch_size": best[2]}
+        results["chosen"] = {"threads": chosen[0], "batch_size": chosen[1], "workers_of_pair": fewest}
         chosen_config = config_for(*chosen)
-        print(f"chosen for the other runs: {chosen_config.label}")
+        best_config = config_for(best[1], best[2], best[0])
+        print(f"best combination: {best_config.label}; one-worker runs (profile, latency): {chosen_config.label}")
 
-        # 2. Loghub
-        print("throughput: Loghub")
-        r = await throughput_run(pipeline(chosen_config), loghub, broker_pid, timeout_s=timeout,
+        # 2. Loghub, with the best combination (workers included)
+        print(f"throughput: Loghub ({best_config.label})")
+        r = await throughput_run(pipeline(best_config), loghub, broker_pid, timeout_s=timeout,
                                  cap_s=args.max_run_seconds)
-        results["loghub"] = asdict(r)
+        results["loghub"] = {"workers": best[0], "threads": best[1], "batch_size": best[2], **asdict(r)}
         print(f"  sustained {r.sustained_lps:.1f} lines/s")
 
         # 3. profiled run
@@ -258,7 +299,8 @@ async def main_async(args) -> dict:
             print("py-spy not found (pip install py-spy, or --py-spy PATH): no profile of the worker")
 
         # 4. latency: the chosen pair; then the same with a shorter consumer fetch wait (below capacity)
-        capacity = summary.get(chosen, {}).get("sustained") or next(iter(summary.values()))["sustained"]
+        # one worker's capacity (with more than one worker per row measured: their rate / workers)
+        capacity = (pairs.get(chosen, {}).get("sustained") or next(iter(pairs.values()))["sustained"]) / fewest
         variants = [(chosen_config, rates)]
         if args.fetchwait_ms:
             variants.append((config_for(*chosen, fetch_max_wait_ms=args.fetchwait_ms),
@@ -293,14 +335,16 @@ async def main_async(args) -> dict:
 
     stages = []
     windows = [Settings().cache.window_tokens] + [int(w) for w in args.whatif_windows.split(",") if w.strip()]
-    runs = [(synthetic, w) for w in windows] + [(loghub, windows[0])]
+    runs = [(synthetic, w) for w in windows] + [(loghub, windows[0])] if args.stage_lines > 0 else []
     for data, window in runs:
         print(f"in-process stage breakdown: {data.name}, window {window}")
         stages.append(stage_breakdown(data.messages[:args.stage_lines], chosen[1], 1, window, dataset=data.name))
     results["stages"] = stages
-    from service_bench_profile import attention_kernels
-    results["kernels"] = attention_kernels(Settings().cache.window_tokens, stages[0]["sink_tokens"])
-    print(f"attention kernels: {results['kernels']}")
+    results["kernels"] = None
+    if stages:
+        from service_bench_profile import attention_kernels
+        results["kernels"] = attention_kernels(Settings().cache.window_tokens, stages[0]["sink_tokens"])
+        print(f"attention kernels: {results['kernels']}")
     results["load_end"] = os.getloadavg()
     results["others_end"] = other_processes()
     results["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")

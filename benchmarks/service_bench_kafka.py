@@ -12,6 +12,7 @@ import asyncio
 import itertools
 import os
 import random
+import re
 import sys
 import time
 import urllib.request
@@ -169,6 +170,7 @@ class WorkerConfig:
     batch_size: int  # LOGSTREAM_WORKER__BATCH_SIZE
     extra_env: dict[str, str] = field(default_factory=dict)
     fetch_max_wait_ms: int | None = None  # run the worker through service_bench_fetchwait.py with this wait
+    workers: int = 1  # worker processes, all in the same consumer group
 
     @property
     def label(self) -> str:
@@ -176,19 +178,55 @@ class WorkerConfig:
         extra = "".join(f", {k.removeprefix('LOGSTREAM_').lower()}={v}" for k, v in self.extra_env.items())
         if self.fetch_max_wait_ms is not None:
             extra += f", consumer fetch_max_wait_ms={self.fetch_max_wait_ms} (patched)"
-        return f"threads={threads}, batch={self.batch_size}{extra}"
+        workers = f"{self.workers} workers x " if self.workers != 1 else ""
+        return f"{workers}threads={threads}, batch={self.batch_size}{extra}"
+
+
+def _free_ports(n: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < n:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    return ports
+
+
+ASSIGNED = re.compile(r"input partitions assigned: \[([0-9, ]*)\]")
+SYNCED = re.compile(r"Successfully synced group \S+ with generation (-?\d+)")
 
 
 @dataclass
 class Pipeline:
-    """Topics + consumer group of one worker on the shared broker, and the worker itself."""
+    """Topics + consumer group on the shared broker, and the worker process(es) in that group:
+    ``config.workers`` of them, each ``python -m logstream.cli worker`` with its own metrics port,
+    Faust data directory and log (Faust's web server is off: ``worker.web_port`` unset)."""
 
     bootstrap: str
     workdir: Path
     config: WorkerConfig
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-    metrics_port: int = field(default_factory=free_port)
-    worker: WorkerProcess | None = None
+    metrics_ports: list[int] = field(default_factory=list)
+    workers: list[WorkerProcess] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.metrics_ports:
+            self.metrics_ports = _free_ports(max(1, self.config.workers))
+
+    @property
+    def processes(self) -> int:
+        return len(self.metrics_ports)
+
+    @property
+    def worker(self) -> WorkerProcess | None:
+        """The first worker process (the only one unless ``config.workers`` > 1)."""
+        return self.workers[0] if self.workers else None
+
+    @property
+    def metrics_port(self) -> int:
+        return self.metrics_ports[0]
+
+    def _suffix(self, i: int) -> str:
+        return self.tag if self.processes == 1 else f"{self.tag}-{i + 1}"
 
     @property
     def kafka(self) -> KafkaSettings:
@@ -197,7 +235,8 @@ class Pipeline:
                              dead_letter_topic=f"dead-{t}", scores_topic=f"scores-{t}", partitions=PARTITIONS,
                              consumer_group=f"bench-{t}")
 
-    def env(self) -> dict[str, str]:
+    def env(self, i: int = 0) -> dict[str, str]:
+        """The environment of worker process ``i``: everything shared but the metrics port and data dir."""
         k = self.kafka
         env = {
             "LOGSTREAM_KAFKA__INPUT_TOPIC": k.input_topic,
@@ -208,8 +247,8 @@ class Pipeline:
             "LOGSTREAM_KAFKA__PARTITIONS": str(PARTITIONS),
             "LOGSTREAM_WORKER__BATCH_SIZE": str(self.config.batch_size),
             "LOGSTREAM_WORKER__SESSION_TIMEOUT_S": "6",  # the bundled broker joins a group in half of it
-            "LOGSTREAM_WORKER__DATA_DIR": str(self.workdir / f"faust-{self.tag}"),
-            "LOGSTREAM_METRICS__PORT": str(self.metrics_port),
+            "LOGSTREAM_WORKER__DATA_DIR": str(self.workdir / f"faust-{self._suffix(i)}"),
+            "LOGSTREAM_METRICS__PORT": str(self.metrics_ports[i]),
             **self.config.extra_env,
         }
         if self.config.threads is not None:
@@ -220,27 +259,106 @@ class Pipeline:
         k = self.kafka
         await ensure_topics(k, [k.input_topic, k.alerts_topic, k.dead_letter_topic, k.scores_topic])
 
-    def start_worker(self) -> WorkerProcess:
+    def start_worker(self) -> list[WorkerProcess]:
+        """Start every worker process of the pipeline at once (all in the same consumer group)."""
         # LOGSTREAM_ variables of the calling shell must not leak into a run that says what it sets
         base = {k: v for k, v in os.environ.items() if not k.startswith("LOGSTREAM_")}
-        worker = WorkerProcess(self.bootstrap, self.workdir / f"worker-{self.tag}.log", env=self.env())
-        worker.env = {**base, **self.env()}
-        if self.config.fetch_max_wait_ms is not None:
-            worker.env["BENCH_FETCH_MAX_WAIT_MS"] = str(self.config.fetch_max_wait_ms)
-            worker.command = [sys.executable, str(Path(__file__).with_name("service_bench_fetchwait.py")),
-                              *worker.command[3:]]  # in place of "-m logstream.cli"
-        self.worker = worker.start()
-        return self.worker
+        self.workers = []
+        for i in range(self.processes):
+            worker = WorkerProcess(self.bootstrap, self.workdir / f"worker-{self._suffix(i)}.log", env=self.env(i))
+            worker.env = {**base, **self.env(i)}
+            if self.config.fetch_max_wait_ms is not None:
+                worker.env["BENCH_FETCH_MAX_WAIT_MS"] = str(self.config.fetch_max_wait_ms)
+                worker.command = [sys.executable, str(Path(__file__).with_name("service_bench_fetchwait.py")),
+                                  *worker.command[3:]]  # in place of "-m logstream.cli"
+            self.workers.append(worker.start())
+        return self.workers
 
     def stop_worker(self) -> None:
-        if self.worker is not None:
-            self.worker.stop(timeout_s=20)
+        for worker in self.workers:  # SIGTERM to all first: they stop (commit, drain) side by side
+            worker.terminate()
+        for worker in self.workers:
+            worker.stop(timeout_s=20)
 
-    def metrics(self) -> dict | None:
-        return scrape(self.metrics_port)
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self.workers if w.process is not None]
+
+    def metrics_each(self) -> list[dict | None]:
+        return [scrape(port) for port in self.metrics_ports]
+
+    def metrics(self, require_all: bool = False, tries: int = 1) -> dict | None:
+        """The workers' Prometheus samples, summed over the processes (counters, histogram buckets,
+        gauges alike: sample by sample with equal name and labels). None if no endpoint answered, or
+        with ``require_all`` if any did not (after ``tries`` attempts)."""
+        for attempt in range(tries):
+            each = self.metrics_each()
+            if not require_all or all(m is not None for m in each):
+                break
+            time.sleep(0.5)
+        if require_all and any(m is None for m in each):
+            return None
+        return merge_metrics(each)
 
     def scored(self) -> float:
         return sample_value(self.metrics(), "logstream_entries_scored", "logstream_entries_scored_total") or 0.0
+
+    def log_texts(self) -> list[str]:
+        out = []
+        for w in self.workers:
+            try:
+                out.append(w.log_path.read_text(errors="replace"))
+            except FileNotFoundError:
+                out.append("")
+        return out
+
+    def assignments(self) -> list[list[int] | None]:
+        """Each worker's input partitions, from the last assignment its log shows (None: none yet)."""
+        out: list[list[int] | None] = []
+        for text in self.log_texts():
+            found = ASSIGNED.findall(text)
+            out.append(sorted(int(p) for p in found[-1].split(",") if p.strip()) if found else None)
+        return out
+
+    def group_generation(self) -> int | None:
+        """The newest consumer-group generation any worker's log shows (one more per rebalance)."""
+        generations = [int(g) for text in self.log_texts() for g in SYNCED.findall(text)]
+        return max(generations) if generations else None
+
+    def group_ready(self) -> bool:
+        """Every worker has its own share of the input partitions: the last assignments of all of them
+        are disjoint, cover every partition, and each worker holds some (while there are partitions)."""
+        assigned = self.assignments()
+        if any(a is None for a in assigned):
+            return False
+        flat = [p for a in assigned for p in a]
+        return (len(flat) == len(set(flat)) and set(flat) == set(range(PARTITIONS))
+                and sum(bool(a) for a in assigned) == min(len(assigned), PARTITIONS))
+
+    def log_tail(self, chars: int = 3000) -> str:
+        if self.processes == 1:
+            return self.worker.log_tail(chars) if self.worker else ""
+        return "\n".join(f"--- worker {i + 1} ({w.log_path.name}) ---\n{w.log_tail(chars // self.processes)}"
+                         for i, w in enumerate(self.workers))
+
+
+def merge_metrics(each: list[dict | None]) -> dict | None:
+    """Sum Prometheus samples of several processes, sample by sample (same family, name, labels)."""
+    present = [m for m in each if m is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+    merged: dict[str, dict[tuple, list]] = {}
+    for metrics in present:
+        for family, samples in metrics.items():
+            slot = merged.setdefault(family, {})
+            for name, labels, value in samples:
+                key = (name, tuple(sorted(labels.items())))
+                if key in slot:
+                    slot[key][2] += value
+                else:
+                    slot[key] = [name, dict(labels), value]
+    return {family: [tuple(v) for v in slot.values()] for family, slot in merged.items()}
 
 
 async def produce_all(bootstrap: str, topic: str, messages: list[tuple[bytes, bytes]], progress=None) -> float:
