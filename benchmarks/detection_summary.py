@@ -59,8 +59,58 @@ def main() -> None:
         for spec, table in tables.items():
             out.append(f"| {spec} | " + " | ".join(table.get(d, {}).get(metric, "") for d in detectors) + " |")
         out.append("")
+    out += reading(tables)
     (RESULTS / "detection.md").write_text("\n".join(out))
     print((RESULTS / "detection.md").read_text())
+
+
+def _mean(cell: str) -> float | None:
+    match = re.match(r"\s*(-?[\d.]+)", cell or "")
+    return float(match.group(1)) if match else None
+
+
+SCORER = "lm-stream"  # what the service runs: mean token NLL in the stream's context
+BASELINES = ["drain-novelty", "lm-no-context", "lm-window-no-sink"]
+
+
+def reading(tables: dict[str, dict[str, dict[str, str]]]) -> list[str]:
+    """Where the scorer stands against each baseline (computed), and what the figures mean."""
+    out = ["## Reading the results", "",
+           f"The scorer is `{SCORER}` (mean token NLL in the stream's context: what the service runs). "
+           "Its PR-AUC against each baseline of the issue, from the tables above:", ""]
+    for spec, table in tables.items():
+        ours = _mean(table.get(SCORER, {}).get("PR-AUC", ""))
+        verdicts = []
+        for base in BASELINES:
+            theirs = _mean(table.get(base, {}).get("PR-AUC", ""))
+            if ours is None or theirs is None:
+                continue
+            word = "beats" if ours > theirs + 0.005 else ("ties" if abs(ours - theirs) <= 0.005 else "loses to")  # within 0.005: noise
+            verdicts.append(f"{word} {base} ({ours:.3f} vs {theirs:.3f})")
+        out.append(f"- {spec}: " + "; ".join(verdicts))
+    out += ["",
+            "- **HDFS, block level**: every detector ranks the test blocks (few, 7 of them anomalous) nearly or "
+            "exactly perfectly, so this split hardly separates them; the calibrated-threshold columns do. A "
+            "block's score is the maximum over its lines, so one unusual but normal line in a long block is "
+            "enough for a false alert.",
+            "- **BGL, chronological halves** (drift): later months bring normal templates never seen in training "
+            "(../shared/notes/detection-facts.md), so every detector is weak, and thresholds calibrated on the "
+            "earlier months do not transfer (see the false-alert table). This is where the stream context helps "
+            "the model most.",
+            "- **BGL, random halves** (in distribution): in a random half, a line's neighbours in the stream are "
+            "a random subsample of the log, which a model trained on contiguous text reads as noisy context; "
+            "scoring each line alone ranks better there.",
+            "- **Sinks**: the 1.1M-parameter model does not pile its attention onto the first tokens the way "
+            "large LMs do (the cache benchmark shows the same: perplexity with and without sinks within 0.01), "
+            "so `lm-window-no-sink` is close to `lm-stream`; the sink prefix is what keeps memory fixed and the "
+            "positions inside the trained range, not a detection gain at this model size.",
+            "- **F1 at the calibrated threshold** is far below best F1: the target false-alert rate (0.001) is "
+            "met on a few hundred held-out normal lines, so the threshold is about the largest held-out score, "
+            "and test normals (other months, other blocks) exceed it. The issue's aims (F1 >= 0.9 on HDFS "
+            "blocks, >= 0.8 on BGL lines) are compared with best F1 in the table above, not met at the "
+            "calibrated threshold.",
+            ""]
+    return out
 
 
 if __name__ == "__main__":

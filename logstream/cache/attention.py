@@ -56,7 +56,7 @@ class StreamingAttention:
         self.pool, self.sink = pool, sink
         device = pool.device
         # The fused CPU kernel (FlashAttention-style, returns the log-sum-exp we merge blocks with)
-        # where it exists; plain matmuls otherwise (GPU: see kernels/ for the fast path).
+        # where it exists; plain matmuls otherwise (on a GPU too, until a Triton kernel lands in kernels/).
         self.block = _fused_block if (fused if fused is not None else fused_available(device)) else _reference_block
         B, T, L, S = plan.batch, plan.width, plan.window, plan.sink_length
         i = torch.arange(T, device=device)
