@@ -2,8 +2,8 @@
 
 Replays the 16 Loghub samples as interleaved streams (each file cut into several streams), the
 way the worker sees them: micro-batches of lines from many streams, every stream's window already
-full (2048 tokens). Compares the attention path (ATen's fused CPU kernel, the default, against
-the plain-torch reference blocks), thread counts and batch sizes side by side in one run.
+full (2048 tokens). Compares thread counts and batch sizes side by side in one run, each
+configuration run ``--rounds`` times, interleaved, so a shared machine's load hits all alike.
 
     python benchmarks/scorer_throughput.py            # writes benchmarks/results/throughput.md
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -50,10 +51,10 @@ def interleaved(streams: dict[str, list[str]], start: int, count: int):
     return out[:count], i
 
 
-def measure(model_dir, attention: str, threads: int, batch: int, n_streams: int, lines: int, window: int) -> dict:
+def measure(model_dir, threads: int, batch: int, n_streams: int, lines: int, window: int) -> dict:
     torch.set_num_threads(threads)
     scorer = load_scorer(model_dir, device="cpu", dtype="float32",
-                         engine_config=EngineConfig(window=window, slots=n_streams, attention=attention))
+                         engine_config=EngineConfig(window=window, slots=n_streams))
     streams = stream_lines(n_streams)
     cursor = 0
     while min(scorer.engine.stream_length(s) for s in streams) < window:  # fill every window
@@ -65,7 +66,7 @@ def measure(model_dir, attention: str, threads: int, batch: int, n_streams: int,
     for at in range(0, len(work), batch):
         tokens += sum(len(s.token_ids) for s in scorer.score(work[at:at + batch]))
     seconds = time.perf_counter() - started
-    return {"attention": attention, "threads": threads, "batch": batch, "streams": len(streams), "lines": len(work),
+    return {"threads": threads, "batch": batch, "streams": len(streams), "lines": len(work),
             "lines_per_s": len(work) / seconds, "tokens_per_line": tokens / len(work)}
 
 
@@ -75,39 +76,36 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=2048, help="lines timed per configuration")
     parser.add_argument("--streams", type=int, default=32)
     parser.add_argument("--window", type=int, default=2048)
-    parser.add_argument("--attention", nargs="+", default=["auto", "reference"])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, default=2, help="every configuration runs this often, interleaved")
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "throughput.md"))
     args = parser.parse_args()
     load_before = os.getloadavg()
-    configs = [(a, t, b) for t in args.threads for b in args.batches for a in args.attention]
+    configs = [(t, b) for t in args.threads for b in args.batches]
     runs = [measure(args.model, *c, args.streams, args.lines, args.window)
             for _ in range(args.rounds) for c in tqdm(configs, desc="configurations")]
     rows = []
-    for a, t, b in configs:  # median over rounds (interleaved, so shared-machine noise hits all alike)
-        rates = sorted(r["lines_per_s"] for r in runs if (r["attention"], r["threads"], r["batch"]) == (a, t, b))
-        row = next(r for r in runs if (r["attention"], r["threads"], r["batch"]) == (a, t, b))
-        rows.append({**row, "lines_per_s": rates[len(rates) // 2] if len(rates) % 2 else sum(rates[len(rates) // 2 - 1:len(rates) // 2 + 1]) / 2})
+    for t, b in configs:  # median over the rounds
+        mine = [r for r in runs if (r["threads"], r["batch"]) == (t, b)]
+        rows.append({**mine[0], "lines_per_s": statistics.median(r["lines_per_s"] for r in mine)})
     base = rows[0]["lines_per_s"]
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())
     text = [
         "# Scorer throughput (no Kafka), full 2048-token windows", "",
         f"Command: `python benchmarks/scorer_throughput.py --lines {args.lines} --streams {args.streams} "
+        f"--threads {' '.join(map(str, args.threads))} --batches {' '.join(map(str, args.batches))} "
         f"--rounds {args.rounds}`  ",
         f"Machine: {cpu}, {os.cpu_count()} cores, torch {torch.__version__}, CPU, float32; load average "
         f"{load_before[0]:.1f} before and {os.getloadavg()[0]:.1f} after (the machine is shared).  ",
         f"Model: `{Path(args.model).name}`; {rows[0]['streams']} streams of Loghub lines, interleaved, every "
         f"window full; {rows[0]['tokens_per_line']:.1f} tokens per line on average.", "",
-        f"Each configuration ran {args.rounds} times, interleaved; the median is shown. `fused` is the "
-        "engine's default on CPU (ATen's FlashAttention-style kernel per block), `reference` the plain-torch "
-        "blocks (`cache.attention: reference`).", "",
-        "| attention | torch threads | lines per batch | lines/s | vs first row |", "|---|---|---|---|---|",
+        f"Each configuration ran {args.rounds} times, interleaved; the median is shown.", "",
+        "| torch threads | lines per batch | lines/s | vs first row |", "|---|---|---|---|",
     ]
-    text += [f"| {'fused' if r['attention'] == 'auto' else r['attention']} | {r['threads']} | {r['batch']} | "
-             f"{r['lines_per_s']:.0f} | {r['lines_per_s'] / base:.2f}x |" for r in rows]
+    text += [f"| {r['threads']} | {r['batch']} | {r['lines_per_s']:.0f} | {r['lines_per_s'] / base:.2f}x |"
+             for r in rows]
     Path(args.out).write_text("\n".join(text) + "\n")
     print("\n".join(text))
 

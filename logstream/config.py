@@ -48,8 +48,6 @@ class CacheSettings(Section):
     max_batch_tokens: int = Field(8192, ge=1, description="padded tokens per forward pass")
     sink_tokens: list[int] | None = Field(None, description="default: the model's BOS (or EOS) token")
     preamble: bool = Field(True, description="prime the sink prefix with the model's pattern preamble")
-    attention: Literal["auto", "reference"] = Field(
-        "auto", description="auto: ATen's fused attention kernel on CPU; reference: plain torch matmuls")
 
     def engine_config(self):
         """The ``logstream.cache.EngineConfig`` these settings describe."""
@@ -57,7 +55,7 @@ class CacheSettings(Section):
 
         return EngineConfig(window=self.window_tokens, slots=self.slots, pool_bytes=self.pool_bytes,
                             host_bytes=self.host_bytes, max_chunk_tokens=self.max_chunk_tokens,
-                            max_batch_tokens=self.max_batch_tokens, attention=self.attention)
+                            max_batch_tokens=self.max_batch_tokens)
 
     @model_validator(mode="after")
     def _one_size(self):

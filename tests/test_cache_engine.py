@@ -76,13 +76,12 @@ def test_filled_window_one_layer_equals_dense_oracle(name, chunking):
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 @pytest.mark.parametrize("chunking", ["token", "line", "lines", "all"])
-@pytest.mark.parametrize("attention", ["auto", "reference"])
-def test_filled_window_equals_streaming_llm_reference(name, chunking, attention):
+def test_filled_window_equals_streaming_llm_reference(name, chunking):
     hf, ours = tiny_pair(name, layers=3)
     L = 8
     lines = random_lines(5 * L, seed=3)
     tokens = [t for line in lines for t in line]
-    engine = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=2, rebase_interval=19, attention=attention))
+    engine = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=2, rebase_interval=19))
     dist, token_lp, entropy = run_stream(engine, "s", chunkings(lines)[chunking])
     reference = streaming_llm_logprobs(hf, SINK, tokens, L)
     assert (dist - reference).abs().max() < ATOL
@@ -104,13 +103,12 @@ def test_first_token_is_scored_against_the_sink_prefix():
 
 
 @pytest.mark.parametrize("name", ["llama-gqa", "qwen2-mha"])
-@pytest.mark.parametrize("attention", ["auto", "reference"])
-def test_batched_streams_equal_each_stream_alone(name, attention):
+def test_batched_streams_equal_each_stream_alone(name):
     """One forward pass over several streams with different numbers of new tokens per stream."""
     hf, ours = tiny_pair(name, layers=2)
     L = 8
     streams = {f"s{i}": random_lines(4 * L + 5 * i, seed=10 + i) for i in range(4)}
-    batched = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=4, attention=attention))
+    batched = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=4))
     rng = random.Random(0)
     cursors = {s: 0 for s in streams}
     collected = {s: [] for s in streams}
@@ -132,25 +130,6 @@ def test_batched_streams_equal_each_stream_alone(name, attention):
         assert dist_batched.shape == (len(tokens), 101)
         assert (dist_batched - dist_alone).abs().max() < 1e-5
         assert (dist_batched - streaming_llm_logprobs(hf, SINK, tokens, L)).abs().max() < ATOL
-
-
-def test_fused_and_reference_attention_agree_on_a_long_batched_stream():
-    """The fused CPU kernel (the default here) and the plain-torch blocks score the same tokens,
-    through fills, rebases, new streams joining mid-way (empty rings) and uneven chunks."""
-    from logstream.cache.attention import fused_available
-
-    assert fused_available(torch.device("cpu")), "this torch lacks the fused CPU kernel the engine uses"
-    _, ours = tiny_pair("mistral-gqa", layers=2)
-    engines = {a: StreamingEngine(ours, SINK, EngineConfig(window=16, slots=3, rebase_interval=40, attention=a))
-               for a in ("auto", "reference")}
-    rng = random.Random(5)
-    for step in range(30):
-        batch = [Chunk(f"s{i}", [rng.randrange(3, 101) for _ in range(rng.randint(1, 12))])
-                 for i in range(min(3, 1 + step // 5))]
-        fused, reference = (engines[a].score(batch) for a in ("auto", "reference"))
-        for x, y in zip(fused, reference):
-            assert torch.allclose(x.logprobs, y.logprobs, atol=1e-5)
-            assert torch.allclose(x.entropy, y.entropy, atol=1e-5)
 
 
 def test_same_stream_twice_in_one_call_is_taken_in_order():

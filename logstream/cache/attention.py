@@ -52,12 +52,9 @@ class StreamingAttention:
     """The attention backend that ``Transformer.hidden_states`` calls for every layer."""
 
     def __init__(self, plan: BatchPlan, pool: SlotPool, sink: SinkPrefix, rotary: Rotary, dtype: torch.dtype,
-                 groups: int, fused: bool | None = None):
+                 groups: int):
         self.pool, self.sink = pool, sink
         device = pool.device
-        # The fused CPU kernel (FlashAttention-style, returns the log-sum-exp we merge blocks with)
-        # where it exists; plain matmuls otherwise (on a GPU too, until a Triton kernel lands in kernels/).
-        self.block = _fused_block if (fused if fused is not None else fused_available(device)) else _reference_block
         B, T, L, S = plan.batch, plan.width, plan.window, plan.sink_length
         i = torch.arange(T, device=device)
         t = plan.starts[:, None] + i  # [B, T] stream index of every new token
@@ -84,8 +81,6 @@ class StreamingAttention:
         # __call__), broadcast over KV heads: [B, 1, G*T, keys]. Built once, used by every layer.
         self.ring_bias = _bias(ring_mask, groups, dtype)
         self.chunk_bias = _bias(chunk_mask, groups, dtype)
-        # Rows that see no ring key at all (a new stream: limit < 1) must give that block no weight.
-        self.ring_seen = _bias(limit >= 1, groups, torch.float32)
 
         # Where the new keys go: only each row's last min(n, L) tokens survive in the ring.
         keep = self.valid & (i[None, :] >= plan.lengths[:, None] - L)
@@ -120,12 +115,10 @@ class StreamingAttention:
         # One softmax over [sink | ring | new] keys, computed block by block without concatenating
         # them: each block returns its normalised output and log-sum-exp, and the blocks are merged
         # with weights exp(lse_b - logsumexp_b lse_b) (the "online softmax" of FlashAttention).
-        sink_k = sink_k.expand(B, *sink_k.shape)  # shared by every row: a view, no copy
-        sink_v = sink_v.expand(B, *sink_v.shape)
         blocks = (
-            self.block(q_sink, sink_k, sink_v, None, None),  # sinks: always visible
-            self.block(q_win, ring_k, ring_v, self.ring_bias, self.ring_seen),  # the ring before this call
-            self.block(q_win, k_new, v, self.chunk_bias, None),  # this call's tokens, causal
+            _attend_block(q_sink, sink_k, sink_v, None),  # sinks (shared by every row): always visible
+            _attend_block(q_win, ring_k, ring_v, self.ring_bias),  # the ring as it was before this call
+            _attend_block(q_win, k_new, v, self.chunk_bias),  # this call's tokens, causal
         )
         lse = torch.stack([b[1] for b in blocks])  # [3, B, Hkv, G*T, 1]
         weights = torch.softmax(lse, dim=0)  # finite: the sinks are always seen
@@ -143,7 +136,7 @@ def _bias(mask: Tensor, groups: int, dtype: torch.dtype) -> Tensor:
     return bias[:, None].repeat(1, 1, groups, 1)
 
 
-def _reference_block(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, seen: Tensor | None) -> tuple[Tensor, Tensor]:
+def _attend_block(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor]:
     """Softmax attention of q over one block of keys, in plain torch.
 
     Returns the normalised output [B, Hkv, R, hd] and the log-sum-exp of the scores [B, Hkv, R, 1]
@@ -158,24 +151,6 @@ def _reference_block(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, seen:
     z = e.sum(-1, keepdim=True, dtype=torch.float32)
     out = torch.matmul(e, v).float() / z.clamp_min(torch.finfo(torch.float32).tiny)
     return out, m.float() + z.log()
-
-
-def _fused_block(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, seen: Tensor | None) -> tuple[Tensor, Tensor]:
-    """The same as `_reference_block`, by ATen's fused CPU attention kernel (one pass, no score tensor)."""
-    out, lse = _FUSED_CPU(q, k, v, 0.0, False, attn_mask=bias, scale=1.0)
-    lse = lse[..., None].float()
-    if seen is not None:  # the kernel reports lse 0 (not -inf) for a row with every key masked
-        lse = lse + seen
-    return out.float(), lse
-
-
-# ATen's FlashAttention-style CPU kernel, which also returns the log-sum-exp. It is a private op
-# (there since torch 2.2); without it the engine uses `_reference_block`.
-_FUSED_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-
-
-def fused_available(device: torch.device) -> bool:
-    return device.type == "cpu" and _FUSED_CPU is not None
 
 
 def _as_range(slots: Tensor) -> tuple[int, int] | None:

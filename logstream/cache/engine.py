@@ -49,15 +49,12 @@ class EngineConfig:
     max_chunk_tokens: int = 512  # longer chunks are split (exactly) into pieces of this size
     max_batch_tokens: int = 8192  # padded tokens per forward pass (bounds the score tensors' memory)
     rebase_interval: int = 1 << 16  # keep RoPE positions below this (plus L and one chunk)
-    attention: str = "auto"  # "auto": ATen's fused CPU kernel on CPU; "reference": plain torch matmuls
 
     def __post_init__(self):
         if self.window < 1:
             raise ValueError("window must be at least 1 token")
         if self.rebase_interval < 1 or self.max_chunk_tokens < 1:
             raise ValueError("rebase_interval and max_chunk_tokens must be positive")
-        if self.attention not in ("auto", "reference"):
-            raise ValueError(f"attention must be 'auto' or 'reference', not {self.attention!r}")
 
 
 class StreamingEngine:
@@ -174,8 +171,7 @@ class StreamingEngine:
         )
         a = self.model.args
         attention = StreamingAttention(plan, self.pool, self.sink, self.model.rotary, self.dtype,
-                                       groups=a.n_heads // a.n_kv_heads,
-                                       fused=False if self.config.attention == "reference" else None)
+                                       groups=a.n_heads // a.n_kv_heads)
         hidden = self.model.hidden_states(tokens, attention)  # [B, T, dim]
 
         # Token i is predicted by the hidden state before it: the stream's last one for i = 0.
