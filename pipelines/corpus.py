@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logstream.keys import key_of
+
 
 @dataclass
 class Corpus:
@@ -82,7 +84,7 @@ def read_corpus(patterns: list[str], stream_key: str | None = None, skip: str | 
                 if strip_re:
                     line = strip_re.sub("", line, count=1)
                 stream = str(path)
-                if key_re and (m := key_re.search(line)):
-                    stream = m.group(1) if m.groups() else m.group(0)
+                if key_re and (key := key_of(key_re, line)) is not None:
+                    stream = key
                 corpus.add(stream, line)
     return corpus

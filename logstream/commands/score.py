@@ -11,6 +11,8 @@ import json
 import re
 import sys
 
+from ..keys import key_of
+
 
 def add_arguments(p):
     p.add_argument("files", nargs="+", help="log files, read in order")
@@ -57,8 +59,8 @@ def run(args, settings) -> int:
                 line = raw.rstrip("\r\n")
                 if not line.strip():
                     continue
-                match = key_re.search(line) if key_re else None
-                stream = (match.group(1) if match.groups() else match.group(0)) if match else path
+                key = key_of(key_re, line) if key_re else None
+                stream = key if key is not None else path
                 batch.append((stream, line, f"{path}:{number}"))
                 if len(batch) >= args.batch:
                     emit(batch)

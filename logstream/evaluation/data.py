@@ -16,6 +16,7 @@ from typing import Iterator
 
 import numpy as np
 
+from ..keys import key_of
 from .detector import LogEntry
 from .spec import EvalSpec, GroupLabels, LineLabels, RandomSplit
 
@@ -51,14 +52,6 @@ class _RawLine:
 
     def where(self) -> str:
         return f"{self.path}:{self.lineno}"
-
-
-def key_of(pattern: re.Pattern, text: str) -> str | None:
-    """The regex's first match in ``text`` (its group 1 when it has groups), or None."""
-    match = pattern.search(text)
-    if match is None:
-        return None
-    return match.group(1) if pattern.groups else match.group(0)
 
 
 def _read(paths: list[Path]) -> Iterator[_RawLine]:

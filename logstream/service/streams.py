@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from ..keys import key_of
+
 
 class StreamRouter:
     def __init__(self, stream_key: str | None = None):
@@ -21,10 +23,7 @@ class StreamRouter:
     def stream_for(self, line: str, default: str) -> str:
         if self.pattern is None:
             return default
-        match = self.pattern.search(line)
-        if match is None:
-            return default
-        return (match.group(1) if self.pattern.groups else match.group(0)) or default
+        return key_of(self.pattern, line) or default
 
     def seen(self, stream: str, topic: str, partition: int) -> None:
         self._partitions[stream].add((topic, partition))
