@@ -14,7 +14,7 @@ import torch
 
 from ..cache import Chunk, EngineConfig, StreamingEngine
 from ..model import LoadedModel, load_model
-from .aggregate import aggregate, all_aggregates
+from .aggregate import AGGREGATES, all_aggregates
 from .card import Calibration, ModelCard
 from .masking import LineMasker
 
@@ -46,6 +46,8 @@ class LineScorer:
         self.masker = LineMasker(tuple(card.masks))
         self.calibration: Calibration | None = card.calibration
         self.aggregate_name = aggregate_name or (self.calibration.aggregate if self.calibration else "mean")
+        if self.aggregate_name not in AGGREGATES:
+            raise ValueError(f"unknown aggregate {self.aggregate_name!r}; choose one of {', '.join(AGGREGATES)}")
         self.threshold_override = threshold
         self.sink_tokens = sink_tokens or self.default_sink(loaded, card if use_preamble else None)
         self.engine = StreamingEngine(loaded.model, self.sink_tokens, engine_config,
@@ -103,11 +105,11 @@ class LineScorer:
                 position = result.start + offset
                 offset += len(ids)
                 warm = position >= warmup_tokens
+                aggregates = all_aggregates(logprobs, entropy)  # the evaluation reads every one
                 out[index] = LineScore(
                     stream=stream, masked=masked, token_ids=ids, logprobs=logprobs, entropy=entropy,
-                    stream_position=position, score=aggregate(logprobs, entropy, self.aggregate_name),
-                    threshold=warm_threshold if warm else warmup_threshold, warm=warm,
-                    aggregates=all_aggregates(logprobs, entropy),
+                    stream_position=position, score=aggregates[self.aggregate_name],
+                    threshold=warm_threshold if warm else warmup_threshold, warm=warm, aggregates=aggregates,
                 )
         return out
 

@@ -81,8 +81,8 @@ class DetectionTally:
         return len(self._scored)
 
     def summary(self, input_topic: str) -> TallySummary:
-        alerted = {self.anomaly_of(a, input_topic) for a in self._alerts.values()}
-        false_alerts = sum(self.anomaly_of(a, input_topic) is None for a in self._alerts.values())
+        matched = [self.anomaly_of(a, input_topic) for a in self._alerts.values()]
+        alerted, false_alerts = set(matched), matched.count(None)
         detected = missed = pending = 0
         for anomaly, lines in self._lines_of.items():
             if anomaly in alerted or lines & self._flagged:
