@@ -51,11 +51,10 @@ class BatchPlan:
 class StreamingAttention:
     """The attention backend that ``Transformer.hidden_states`` calls for every layer."""
 
-    def __init__(self, plan: BatchPlan, pool: SlotPool, sink: SinkPrefix, rotary: Rotary, dtype: torch.dtype,
-                 groups: int):
+    def __init__(self, plan: BatchPlan, pool: SlotPool, sink: SinkPrefix, rotary: Rotary, dtype: torch.dtype):
         self.pool, self.sink = pool, sink
         device = pool.device
-        B, T, L, S = plan.batch, plan.width, plan.window, plan.sink_length
+        T, L, S = plan.width, plan.window, plan.sink_length
         i = torch.arange(T, device=device)
         t = plan.starts[:, None] + i  # [B, T] stream index of every new token
         self.valid = i[None, :] < plan.lengths[:, None]  # [B, T]
@@ -77,10 +76,10 @@ class StreamingAttention:
         ii, jj = i[:, None], i[None, :]
         chunk = (jj <= ii) & (ii - jj <= L)
         chunk_mask = chunk[None] & self.valid[:, None, :]  # [B, T, T]
-        # As additive biases (0 or -inf) in the rows' layout (G query heads x T tokens, see
-        # __call__), broadcast over KV heads: [B, 1, G*T, keys]. Built once, used by every layer.
-        self.ring_bias = _bias(ring_mask, groups, dtype)
-        self.chunk_bias = _bias(chunk_mask, groups, dtype)
+        # As additive biases (0 or -inf), broadcast over KV heads and query heads: [B, 1, 1, T, keys].
+        # Built once, used by every layer.
+        self.ring_bias = _bias(ring_mask, dtype)
+        self.chunk_bias = _bias(chunk_mask, dtype)
 
         # Where the new keys go: only each row's last min(n, L) tokens survive in the ring.
         keep = self.valid & (i[None, :] >= plan.lengths[:, None] - L)
@@ -130,10 +129,10 @@ class StreamingAttention:
         return out.reshape(B, H, T, hd)
 
 
-def _bias(mask: Tensor, groups: int, dtype: torch.dtype) -> Tensor:
-    """[B, T, K] mask -> [B, 1, groups*T, K] additive bias (0 visible, -inf not); row g*T + t is token t."""
+def _bias(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """[B, T, K] mask -> [B, 1, 1, T, K] additive bias: 0 where visible, -inf where not."""
     bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
-    return bias[:, None].repeat(1, 1, groups, 1)
+    return bias[:, None, None]
 
 
 def _attend_block(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> tuple[Tensor, Tensor]:
@@ -143,8 +142,8 @@ def _attend_block(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> tuple
     (float32), -inf for rows that see no key of this block (their output is 0).
     """
     s = torch.matmul(q, k.transpose(-1, -2))
-    if bias is not None:
-        s = s.add_(bias)
+    if bias is not None:  # rows are G query heads x T tokens; one [T, K] bias serves every head
+        s.unflatten(2, (-1, bias.shape[-2])).add_(bias)
     m = s.amax(-1, keepdim=True)
     m = m.masked_fill(m == float("-inf"), 0.0)
     e = s.sub_(m).exp_()

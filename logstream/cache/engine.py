@@ -169,9 +169,7 @@ class StreamingEngine:
             window=self.window,
             sink_length=self.sink.length,
         )
-        a = self.model.args
-        attention = StreamingAttention(plan, self.pool, self.sink, self.model.rotary, self.dtype,
-                                       groups=a.n_heads // a.n_kv_heads)
+        attention = StreamingAttention(plan, self.pool, self.sink, self.model.rotary, self.dtype)
         hidden = self.model.hidden_states(tokens, attention)  # [B, T, dim]
 
         # Token i is predicted by the hidden state before it: the stream's last one for i = 0.
