@@ -73,6 +73,44 @@ class ScoringSettings(Section):
                                "(on top of the calibrated warm-up threshold, which applies from the first line)")
 
 
+class FormatPin(Section):
+    """Read the streams whose id matches ``stream`` with one format, or with a regex of your own."""
+
+    stream: str = Field(".*", description="regex the stream id must match in full (default: every stream)")
+    format: str | None = Field(None, description="a format name (`logstream formats` lists them), or 'whole' "
+                               "to read lines as they are")
+    regex: str | None = Field(None, description="a regex with named groups: 'message' (required), and any of "
+                              "timestamp, host, process, pid, level, component")
+
+    @model_validator(mode="after")
+    def _valid(self):
+        self.pin()  # a misspelled format or a broken regex fails at start, with the reason
+        return self
+
+    def pin(self):
+        from .canonical import make_pin
+
+        return make_pin(self.stream, self.format, self.regex)
+
+
+class ParsingSettings(Section):
+    detect_lines: int = Field(8, ge=1, description="a stream's format is chosen by the votes of its first lines")
+    formats: list[FormatPin] = Field([], description="streams pinned to a format or a regex; the first pin "
+                                     "whose stream pattern matches wins; other streams are detected")
+
+    def pins(self, every_stream_format: str | None = None) -> tuple:
+        """The configured pins, after one that reads every stream with ``every_stream_format`` if given
+        (a command's ``--format``)."""
+        first = [FormatPin(format=every_stream_format)] if every_stream_format else []
+        return tuple(p.pin() for p in first + self.formats)
+
+    def canonicalizer(self, every_stream_format: str | None = None):
+        """The ``logstream.canonical.Canonicalizer`` these settings describe."""
+        from .canonical import Canonicalizer
+
+        return Canonicalizer(self.pins(every_stream_format), detect_lines=self.detect_lines)
+
+
 class KafkaSettings(Section):
     bootstrap_servers: str | None = Field(None, description="host:port[,host:port]; none = embedded broker")
     input_topic: str = "logstream-lines"
@@ -177,6 +215,7 @@ class Settings(BaseSettings):
     model: ModelSettings = ModelSettings()
     cache: CacheSettings = CacheSettings()
     scoring: ScoringSettings = ScoringSettings()
+    parsing: ParsingSettings = ParsingSettings()
     kafka: KafkaSettings = KafkaSettings()
     alerts: AlertSettings = AlertSettings()
     metrics: MetricsSettings = MetricsSettings()

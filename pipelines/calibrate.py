@@ -12,6 +12,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from logstream.cache import EngineConfig
+from logstream.canonical import Canonicalizer, Pin
 from logstream.scoring.calibration import calibrate_threshold
 from logstream.scoring.card import Calibration
 from logstream.scoring.scorer import load_scorer
@@ -34,17 +35,17 @@ def replay_scores(scorer, corpus: Corpus, batch_streams: int = 16, progress: boo
                 yield name, line, scored
             bar.update(len(batch))
         for name, _ in group:  # the service forgets ended streams too
-            scorer.engine.drop(name)
+            scorer.forget(name)
     bar.close()
 
 
 def calibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: float,
               aggregate: str = "mean", warmup_tokens: int = 256, window: int = 2048,
-              progress: bool = True) -> Calibration:
+              progress: bool = True, pins: tuple[Pin, ...] = ()) -> Calibration:
     if held_out.n_lines == 0:
         raise ValueError("no held-out normal lines to calibrate thresholds on")
     scorer = load_scorer(model_dir, device="cpu", dtype="float32", engine_config=EngineConfig(window=window),
-                         aggregate_name=aggregate)
+                         aggregate_name=aggregate, canonicalizer=Canonicalizer(pins))
     warm, cold = [], []
     for _, _, scored in replay_scores(scorer, held_out, progress=progress):
         (warm if scored.stream_position >= warmup_tokens else cold).append(scored.score)
@@ -61,13 +62,14 @@ def calibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: 
 
 
 def recalibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: float,
-                aggregate: str = "mean", progress: bool = True, source: str | None = None):
+                aggregate: str = "mean", progress: bool = True, source: str | None = None,
+                pins: tuple[Pin, ...] = ()):
     """Recompute a model's thresholds on new normal logs and write them into its logstream.json."""
     from logstream.scoring.card import ModelCard
 
     card = ModelCard.load(model_dir)
     card.calibration = calibrate(model_dir, held_out, target_false_alert_rate, aggregate=aggregate,
-                                 progress=progress)
+                                 progress=progress, pins=pins)
     card.training["calibrated_on"] = source
     card.save(model_dir)
     return card

@@ -34,6 +34,11 @@ class Corpus:
         for lines in self.streams.values():
             yield from lines
 
+    def canonical(self, canonicalizer) -> "Corpus":
+        """The same streams with each line replaced by its canonical text (what the model reads)."""
+        return Corpus({stream: [canonicalizer.read(stream, line).text for line in lines]
+                       for stream, lines in self.streams.items()})
+
     def split(self, holdout_fraction: float, min_stream_lines: int = 40) -> tuple["Corpus", "Corpus"]:
         """(train, held-out): every 1/fraction-th short stream whole, and the tail of each long one.
 

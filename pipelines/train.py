@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
+from logstream.canonical import Canonicalizer, Pin
 from logstream.scoring.card import KnownTemplate, ModelCard
 from logstream.scoring.masking import DEFAULT_RULES, LineMasker
 from logstream.templates import Templates
@@ -222,10 +223,13 @@ def weights_version(model_dir: Path) -> str:
 def train_pipeline(corpus: Corpus, out_dir: str | Path, cfg: TrainConfig = TrainConfig(),
                    calibration: Corpus | None = None, init_from: str | Path | None = None,
                    target_false_alert_rate: float = 1e-3, progress: bool = True,
-                   description: dict | None = None) -> ModelCard:
+                   description: dict | None = None, pins: tuple[Pin, ...] = ()) -> ModelCard:
     """Train (or fine-tune ``init_from``) on ``corpus`` and write a complete model directory.
 
-    ``calibration``: held-out normal streams for the thresholds (default: split off the corpus).
+    ``corpus`` holds raw lines: a new model learns their canonical text (``logstream.canonical``, with
+    ``pins`` for streams pinned to a format), exactly what the scorer will read; a fine-tuned model
+    keeps the reading it was trained with. ``calibration``: held-out normal streams for the
+    thresholds (default: split off the corpus), replayed through the scorer as raw lines.
     """
     from .calibrate import calibrate
 
@@ -246,12 +250,16 @@ def train_pipeline(corpus: Corpus, out_dir: str | Path, cfg: TrainConfig = Train
         tokenizer = AutoTokenizer.from_pretrained(init_from, local_files_only=True)
         model = LlamaForCausalLM.from_pretrained(init_from, local_files_only=True, use_safetensors=True)
         masks = base_card.masks
+        reads = base_card.reads
     else:
         masker = LineMasker(DEFAULT_RULES)
         masks = list(DEFAULT_RULES)
-        tokenizer = train_tokenizer((masker(line) for line in corpus.lines()), cfg.vocab_size)
+        reads = "canonical"
         model = None
-    preamble, known = build_preamble(corpus, masker, cfg.preamble_templates)
+    texts = corpus.canonical(Canonicalizer(pins)) if reads == "canonical" else corpus
+    if init_from is None:
+        tokenizer = train_tokenizer((masker(line) for line in texts.lines()), cfg.vocab_size)
+    preamble, known = build_preamble(texts, masker, cfg.preamble_templates)
     preamble_ids: list[int] = []
     kept: list[str] = []
     for line in preamble:  # whole lines only, up to the token budget
@@ -264,19 +272,19 @@ def train_pipeline(corpus: Corpus, out_dir: str | Path, cfg: TrainConfig = Train
     if model is None:
         model = new_model(cfg, tokenizer, max_positions=len(prefix) + cfg.context + 1024)
 
-    sampler = ExampleSampler(encode_streams(corpus, masker, tokenizer), prefix, cfg.context, tokenizer.pad_token_id)
+    sampler = ExampleSampler(encode_streams(texts, masker, tokenizer), prefix, cfg.context, tokenizer.pad_token_id)
     summary = train_model(model, sampler, cfg, out / "checkpoint", progress)
 
     model.save_pretrained(str(out), safe_serialization=True)
     save_tokenizer(tokenizer, out)
     card = ModelCard(
-        model_version=weights_version(out), masks=masks, preamble=kept,
+        model_version=weights_version(out), reads=reads, masks=masks, preamble=kept,
         templates=known[: cfg.known_templates],
         training={**(description or {}), "config": cfg.model_dump(), **summary, "lines": corpus.n_lines,
                   "streams": len(corpus.streams), "init_from": str(init_from) if init_from else None},
     )
     card.save(out)
-    card.calibration = calibrate(out, calibration, target_false_alert_rate, progress=progress)
+    card.calibration = calibrate(out, calibration, target_false_alert_rate, progress=progress, pins=pins)
     card.save(out)
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     return card

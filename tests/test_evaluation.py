@@ -241,7 +241,7 @@ def test_group_split_keeps_blocks_whole_and_in_order():
 
 def test_harness_with_the_drain_baseline_writes_a_table_and_plots(tmp_path):
     spec = load_spec(SPECS / "bgl_random.yaml").with_seeds([0])
-    report = run_evaluation(spec, lambda spec, split: [DrainNoveltyDetector(content_pattern=spec.content)],
+    report = run_evaluation(spec, lambda spec, split: [DrainNoveltyDetector(pins=spec.pins())],
                             tmp_path, progress=False)
     text = (tmp_path / "bgl_random.md").read_text()
     header = "| detector | precision | recall | F1 | best F1 | ROC-AUC | PR-AUC | false alerts / 10k normal |"

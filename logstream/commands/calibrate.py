@@ -7,8 +7,11 @@ for streams still warming up. No training: use ``logstream train --from`` to ada
 
 from __future__ import annotations
 
+from . import add_format_argument
+
 
 def add_arguments(p):
+    add_format_argument(p)
     p.add_argument("--logs", nargs="+", action="extend", required=True, metavar="GLOB",
                    help="normal log files (globs); every line is assumed normal")
     p.add_argument("--model", help="model directory to recalibrate in place (default: model.path)")
@@ -28,7 +31,7 @@ def run(args, settings) -> int:
     model_dir = args.model or settings.model.path
     corpus = read_corpus(args.logs, stream_key=args.stream_key or settings.scoring.stream_key)
     card = recalibrate(model_dir, corpus, args.target_false_alert_rate, args.aggregate,
-                       source=" ".join(args.logs))
+                       source=" ".join(args.logs), pins=settings.parsing.pins(args.format))
     cal = card.calibration
     print(f"{model_dir}: threshold {cal.threshold:.3f} (warming up: {cal.warmup_threshold:.3f}) from "
           f"{cal.calibration_lines + cal.calibration_warmup_lines} lines")

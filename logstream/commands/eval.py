@@ -16,6 +16,8 @@ def add_arguments(p):
                    help="seeds for random splits, replacing the spec's (other splits have none)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--lm-steps", type=int, default=300, help="training steps of the model trained per split")
+    p.add_argument("--model", metavar="DIR", help="score with this model (e.g. the shipped one) instead of "
+                   "training one per split; thresholds are still set on each split's calibration lines")
     p.add_argument("--lm-aggregates", nargs="+", metavar="AGG",
                    help="line-score aggregates to report for lm-stream (default: all of mean max top3 excess)")
 

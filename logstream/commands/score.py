@@ -12,9 +12,11 @@ import re
 import sys
 
 from ..keys import key_of
+from . import add_format_argument
 
 
 def add_arguments(p):
+    add_format_argument(p)
     p.add_argument("files", nargs="+", help="log files, read in order")
     p.add_argument("--stream-key", help="regex keying streams inside lines (group 1 or whole match)")
     p.add_argument("--all", action="store_true", help="print every line's score, not only anomalies")
@@ -32,7 +34,8 @@ def run(args, settings) -> int:
     key_pattern = args.stream_key or settings.scoring.stream_key
     key_re = re.compile(key_pattern) if key_pattern else None
     scorer = load_scorer(settings.model.path, settings.model.device, settings.model.dtype,
-                         settings.cache.engine_config(), threshold=settings.scoring.threshold)
+                         settings.cache.engine_config(), threshold=settings.scoring.threshold,
+                         canonicalizer=settings.parsing.canonicalizer(args.format))
     explainer = Explainer(scorer)
     flagged = total = 0
 

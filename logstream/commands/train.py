@@ -7,8 +7,11 @@ Llama on the logs, calibrates thresholds on held-out lines, and writes a model d
 
 from __future__ import annotations
 
+from . import add_format_argument
+
 
 def add_arguments(p):
+    add_format_argument(p)
     p.add_argument("--logs", nargs="+", action="extend", metavar="GLOB",
                    help="normal log files to learn from (globs; repeatable)")
     p.add_argument("--out", required=True, help="model directory to write")
@@ -48,7 +51,8 @@ def run(args, settings) -> int:
     corpus = read_corpus(args.logs, stream_key=args.stream_key, skip=args.skip)
     card = train_pipeline(corpus, args.out, cfg, init_from=args.init_from,
                           target_false_alert_rate=args.target_false_alert_rate,
-                          description={"logs": args.logs, "stream_key": args.stream_key})
+                          description={"logs": args.logs, "stream_key": args.stream_key},
+                          pins=settings.parsing.pins(args.format))
     cal = card.calibration
     print(f"wrote {args.out}: model {card.model_version}, loss {card.training['final_loss']:.3f}, "
           f"threshold {cal.threshold:.3f} (warming up: {cal.warmup_threshold:.3f})")

@@ -2,7 +2,7 @@
 
     from logstream.evaluation import load_spec, run_evaluation, DrainNoveltyDetector
     report = run_evaluation(load_spec("benchmarks/specs/bgl_chrono.yaml"),
-                            lambda spec, split: [DrainNoveltyDetector(content_pattern=spec.content)],
+                            lambda spec, split: [DrainNoveltyDetector(pins=spec.pins())],
                             out_dir="benchmarks/results")
 """
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 
+from logstream.canonical import Canonicalizer
 from logstream.templates import Templates
 
 from .detector import LogEntry, calibrate_threshold, calibration_scores
@@ -25,16 +25,14 @@ class DrainNoveltyDetector:
     and among seen ones a rare template outranks a common one on a log scale, the way a
     likelihood scorer would rank them. The threshold is calibrated on held-out normal lines.
 
-    ``content_pattern`` (a regex with a named group ``content``) picks the message out of each line,
-    as Loghub's parsers do: mined whole, a BGL line's eight header fields (times, node names) make
-    drain3 file most messages under a few header-shaped clusters. Lines it does not match are
-    mined whole.
+    Lines are mined in their canonical reading (``logstream.canonical``, the spec's ``pins``), the
+    text the language model reads too: mined whole, a BGL line's eight header fields (times, node
+    names) make drain3 file most messages under a few header-shaped clusters.
     """
 
-    def __init__(self, name: str = "drain-novelty", content_pattern: str | None = None,
-                 similarity: float = 0.4, depth: int = 4):
+    def __init__(self, name: str = "drain-novelty", pins: tuple = (), similarity: float = 0.4, depth: int = 4):
         self.name = name
-        self.content_pattern = re.compile(content_pattern) if content_pattern else None
+        self.canonicalizer = Canonicalizer(pins)
         self.similarity = similarity
         self.depth = depth
         self.threshold = math.inf
@@ -42,7 +40,7 @@ class DrainNoveltyDetector:
 
     def fit(self, train: list[LogEntry], calibration: list[LogEntry], target_false_alert_rate: float) -> None:
         self.templates = Templates(similarity=self.similarity, depth=self.depth).fit(
-            self._content(e.line) for e in train)
+            self._content(e) for e in train)
         self._total = sum(self.templates.counts.values())
         scores = self.score(calibration)
         self.threshold = calibrate_threshold(calibration_scores(calibration, scores), target_false_alert_rate)
@@ -50,14 +48,13 @@ class DrainNoveltyDetector:
     def score(self, entries: list[LogEntry]) -> np.ndarray:
         if self.templates is None:
             raise RuntimeError(f"{self.name}: fit before score")
-        return np.fromiter((self._score_line(e.line) for e in entries), dtype=np.float64, count=len(entries))
+        return np.fromiter((self._score_entry(e) for e in entries), dtype=np.float64, count=len(entries))
 
-    def _content(self, line: str) -> str:
-        match = self.content_pattern.match(line) if self.content_pattern else None
-        return match.group("content") if match else line
+    def _content(self, entry: LogEntry) -> str:
+        return self.canonicalizer.read(entry.stream, entry.line).text
 
-    def _score_line(self, line: str) -> float:
-        match = self.templates.match(self._content(line))
+    def _score_entry(self, entry: LogEntry) -> float:
+        match = self.templates.match(self._content(entry))
         if match is None:
             return 1.0
         count = self.templates.counts.get(match.template_id, 0)

@@ -20,7 +20,7 @@ def _lm(spec, settings, args):
 # name -> builder(spec, settings, args) -> one detector or a family sharing state (the LM detectors
 # share one model trained per split); a builder runs once per split, so detectors start fresh.
 DETECTORS: dict[str, Callable[..., Detector | list[Detector]]] = {
-    "drain-novelty": lambda spec, settings, args: DrainNoveltyDetector(content_pattern=spec.content),
+    "drain-novelty": lambda spec, settings, args: DrainNoveltyDetector(pins=spec.pins()),
     "lm": _lm,
 }
 

@@ -7,10 +7,12 @@
 
 One model is trained per split, on that split's normal training lines only (``pipelines.train``),
 and shared by the detectors of that split; trained models are kept under a cache directory keyed by
-the training data and settings, so a second run of the same evaluation does not retrain.
+the training data and settings, so a second run of the same evaluation does not retrain. With
+``--model DIR`` the detectors score with that model instead (the shipped one, or one of yours).
 
-Like the template baseline, the detectors read each line's message (the spec's ``content`` regex)
-when the spec gives one, so both see the same text; timestamps and node names are left out.
+The detectors read lines exactly as the service does: through the scorer, which reads each line's
+canonical text (``logstream.canonical``; the spec's ``format`` or ``content`` pins it), so time
+stamps, hosts, pids and label columns are left out, as for the template baseline.
 
 Scores are put on one scale before the threshold: a line's raw score minus the threshold of its
 state (stream warming up, or warm), each calibrated on the held-out normal lines; the detector then
@@ -23,13 +25,13 @@ import hashlib
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..cache import EngineConfig
+from ..canonical import Canonicalizer
 from ..scoring.aggregate import AGGREGATES
 from ..scoring.calibration import calibrate_threshold
 from ..scoring.scorer import LineScore, LineScorer, load_scorer
@@ -52,13 +54,9 @@ class SplitModel:
     train_steps: int
     window: int = 2048
     seed: int = 0
-    content: str | None = None  # regex with a named group 'content': the part of a line to read
-    model_dir: Path | None = None
+    pins: tuple = ()  # how lines are read (the spec's format or content regex); () = detected per stream
+    model_dir: Path | None = None  # set: score with this model, train none
     _scored: dict = field(default_factory=dict)  # (mode, id of entries) -> list[LineScore]
-
-    def text(self, entry: LogEntry) -> str:
-        match = re.match(self.content, entry.line) if self.content else None
-        return match.group("content") if match else entry.line
 
     def ensure_trained(self, train: list[LogEntry], calibration: list[LogEntry], rate: float) -> Path:
         if self.model_dir is not None:
@@ -70,44 +68,44 @@ class SplitModel:
         cfg = DEFAULT_CONFIG.model_copy(update={"steps": self.train_steps, "seed": self.seed})
         digest = hashlib.sha256()
         for entry in [*train, None, *calibration]:
-            digest.update(b"\x00" if entry is None else f"{entry.stream}\x01{self.text(entry)}\n".encode())
+            digest.update(b"\x00" if entry is None else f"{entry.stream}\x01{entry.line}\n".encode())
         digest.update(json.dumps(cfg.model_dump(), sort_keys=True).encode())
+        digest.update(repr([(p.stream.pattern, getattr(p.parser, "pattern", getattr(p.parser, "name", None)))
+                            for p in self.pins]).encode())
         out = cache_root() / digest.hexdigest()[:16]
         if not (out / "logstream.json").exists() or '"calibration": null' in (out / "logstream.json").read_text():
             log.info("training a model for this split in %s (%d lines, %d steps)", out, len(train), cfg.steps)
             train_pipeline(self._corpus(train, Corpus), out, cfg, calibration=self._corpus(calibration, Corpus),
-                           target_false_alert_rate=rate, description={"evaluation": True})
+                           target_false_alert_rate=rate, description={"evaluation": True}, pins=self.pins)
         self.model_dir = out
         return out
 
     def scores(self, mode: str, entries: list[LogEntry]) -> list[LineScore]:
         key = (mode, id(entries))
         if key not in self._scored:
-            self._scored[key] = score_entries(self._scorer(mode), mode, entries, self.text)
+            self._scored[key] = score_entries(self._scorer(mode), mode, entries)
         return self._scored[key]
 
     def _scorer(self, mode: str) -> LineScorer:
         config = EngineConfig(window=self.window, slots=64)
+        scorer = load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config,
+                             canonicalizer=Canonicalizer(self.pins))
         if mode == "window-no-sink":
             from ..cache.baselines import SlidingWindowScorer
 
-            scorer = load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config)
             # The BOS opens each stream (it predicts the first token) and is evicted like any other
             # token once the window is full; no preamble.
             scorer.engine = SlidingWindowScorer(scorer.loaded.model, scorer.sink_tokens[:1], self.window)
-            return scorer
-        return load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config)
-
+        return scorer
 
     def _corpus(self, entries: list[LogEntry], corpus_cls):
         corpus = corpus_cls()
         for entry in entries:
-            corpus.add(entry.stream, self.text(entry))
+            corpus.add(entry.stream, entry.line)
         return corpus
 
 
-def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], text=lambda e: e.line,
-                  batch: int = 64) -> list[LineScore]:
+def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], batch: int = 64) -> list[LineScore]:
     """Score entries in dataset order, ``batch`` at a time (streams interleave as they arrive)."""
     from tqdm.auto import tqdm
 
@@ -115,12 +113,12 @@ def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], text=l
     for at in tqdm(range(0, len(entries), batch), desc=f"scoring ({mode})", unit="batch", leave=False):
         chunk = entries[at:at + batch]
         if mode == "no-context":  # every line a new stream of its own, forgotten after scoring
-            keyed = [(f"line-{e.index}", text(e)) for e in chunk]
+            keyed = [(f"line-{e.index}", e.line) for e in chunk]
             out += scorer.score(keyed)
             for stream, _ in keyed:
-                scorer.engine.drop(stream)
+                scorer.forget(stream)
         else:
-            out += scorer.score([(e.stream, text(e)) for e in chunk])
+            out += scorer.score([(e.stream, e.line) for e in chunk])
     return out
 
 
@@ -158,8 +156,10 @@ class LanguageModelDetector:
 
 def lm_detectors(spec, settings, args) -> list[LanguageModelDetector]:
     """The LM detectors of one split, sharing one trained model."""
+    model = getattr(args, "model", None)
     shared = SplitModel(train_steps=getattr(args, "lm_steps", None) or 300,
-                        window=settings.cache.window_tokens if settings else 2048, content=spec.content)
+                        window=settings.cache.window_tokens if settings else 2048, pins=spec.pins(),
+                        model_dir=Path(model) if model else None)
     aggregates = getattr(args, "lm_aggregates", None) or list(AGGREGATES)
     detectors = [LanguageModelDetector(shared, "stream", agg) for agg in aggregates]
     detectors += [LanguageModelDetector(shared, mode, "mean") for mode in ("no-context", "window-no-sink")]

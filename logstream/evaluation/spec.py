@@ -9,7 +9,6 @@ Example (BGL, labels in the first field of each line)::
     labels: {level: line, pattern: '^(?P<label>\\S+)\\s+', normal: '-'}
     stream_key: constant
     sort_by: '^\\S+\\s+(\\d+)'          # BGL_2k is a sample, not in time order
-    content: '^(?:\\S+\\s+){8}(?P<content>.*)$' # the message after the 8 header fields
     split: {kind: chronological, train_fraction: 0.5}
     calibration_fraction: 0.2
     target_false_alert_rate: 0.001
@@ -113,9 +112,11 @@ class EvalSpec(_Strict):
     stream_key: str = Field("constant", description="'constant' (one stream) or a regex whose match "
                             "(or group 1) is the stream id; lines it does not match share one stream")
     sort_by: str | None = Field(None, description="regex whose group 1 (or match) is a number to sort by")
-    content: str | None = Field(None, description="regex with a named group 'content': the message after "
-                                "the line's header (time, host, level...); template baselines mine only "
-                                "this part, detectors still get the whole line. Default: the whole line")
+    format: str | None = Field(None, description="read every line with this log format (a name from "
+                               "`logstream formats`); default: detected per stream, as the service does")
+    content: str | None = Field(None, description="override: a regex with a named group 'content' (the "
+                                "message) and optionally timestamp, host, process, pid, level, component; "
+                                "every detector reads lines through it instead of a known format")
     extra_train_files: list[Path] = Field([], description="normal-only lines, used for training only")
     train_on: Literal["normal"] = Field("normal", description="detectors only ever train on normal lines")
     split: Split
@@ -137,6 +138,15 @@ class EvalSpec(_Strict):
         if value is not None and "content" not in re.compile(_compiles(value)).groupindex:
             raise ValueError(f"needs a named group 'content', as in '^(?:\\S+\\s+){{4}}(?P<content>.*)$'; "
                              f"got {value!r}")
+        return value
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        if value is not None:
+            from ..canonical import make_pin
+
+            make_pin(format=value)
         return value
 
     @field_validator("stream_key")
@@ -161,6 +171,16 @@ class EvalSpec(_Strict):
         if self.split.kind == "groups_chronological" and self.labels.level != "group":
             raise ValueError("split 'groups_chronological' needs group-level labels (labels.level: group)")
         return self
+
+    def pins(self) -> tuple:
+        """How every detector reads this data set's lines: the spec's regex or format, else detection."""
+        from ..canonical import make_pin
+
+        if self.content is not None:
+            return (make_pin(regex=self.content),)
+        if self.format is not None:
+            return (make_pin(format=self.format),)
+        return ()
 
     @property
     def seeds(self) -> list[int]:

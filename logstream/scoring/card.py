@@ -37,8 +37,11 @@ class KnownTemplate(BaseModel):
 
 
 class ModelCard(BaseModel):
-    format_version: int = 1
+    format_version: int = 2
     model_version: str
+    reads: Literal["line", "canonical"] = Field(
+        "line", description="what the model was trained to read: 'canonical' = each line's level, source and "
+        "message (logstream.canonical); 'line' = the whole raw line (models made before the canonical reading)")
     masks: list[MaskRule] = Field(default_factory=lambda: list(DEFAULT_RULES))
     preamble: list[str] = Field(default_factory=list, description="masked lines primed into the sink prefix")
     templates: list[KnownTemplate] = Field(default_factory=list)

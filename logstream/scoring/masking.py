@@ -1,9 +1,10 @@
-"""What the language model reads: a log line with its variable fields masked.
+"""What the language model reads: a log line's canonical text with its variable fields masked.
 
-Block ids, IPs, hex ids and long numbers are replaced by single placeholder tokens, so the model
-spends neither tokens nor surprise on values that are random by nature. Numbers keep their order of
-magnitude (``<N3>`` is a three-digit number), so a latency of 40,000 ms where 40 ms is normal still
-reads as unusual. The rules travel with the model in ``logstream.json``.
+Block ids, dates and times, IPs, hex ids and long numbers are replaced by single placeholder
+tokens, so the model spends neither tokens nor surprise on values that are random by nature, and a
+date inside a message ("certificate expires Nov 30") reads the same in every month. Numbers keep
+their order of magnitude (``<N3>`` is a three-digit number), so a latency of 40,000 ms where 40 ms
+is normal still reads as unusual. The rules travel with the model in ``logstream.json``.
 """
 
 from __future__ import annotations
@@ -19,8 +20,18 @@ class MaskRule(BaseModel):
     replacement: str  # may use {digits}: the number of digits in the match
 
 
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+
 DEFAULT_RULES: tuple[MaskRule, ...] = (
     MaskRule(pattern=r"blk_-?\d+", replacement="<BLK>"),
+    # times and dates inside messages (headers are already split off by the canonical reading)
+    MaskRule(pattern=r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2}\b)?",
+             replacement="<TS>"),
+    MaskRule(pattern=rf"\b(?:{_WEEKDAY}[a-z]*,?\s+)?{_MONTH}[a-z]*\.?\s+\d{{1,2}}(?:,?\s+\d{{4}})?\b"
+             rf"|\b\d{{1,2}}/{_MONTH}/\d{{4}}\b|\b\d{{4}}[-/.]\d{{1,2}}[-/.]\d{{1,2}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{4}}\b",
+             replacement="<DATE>"),
+    MaskRule(pattern=r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b|\[\s*\d+\.\d{6}\]", replacement="<TIME>"),
     MaskRule(pattern=r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?![\w.])", replacement="<IP>"),
     MaskRule(pattern=r"\b0x[0-9a-fA-F]+\b", replacement="<HEX>"),
     MaskRule(pattern=r"\b(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b", replacement="<HEX>"),

@@ -1,4 +1,4 @@
-"""Score log lines: mask, tokenize, run through the streaming engine, aggregate, compare to threshold.
+"""Score log lines: read, mask, tokenize, run through the streaming engine, aggregate, compare to threshold.
 
 ``LineScorer.score`` takes a batch of (stream id, line) pairs in arrival order and returns one
 ``LineScore`` per line; lines of different streams share one batched forward pass. Each line is
@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from ..cache import Chunk, EngineConfig, StreamingEngine
+from ..canonical import CanonicalLine, Canonicalizer, read_whole
 from ..model import LoadedModel, load_model
 from .aggregate import AGGREGATES, all_aggregates
 from .card import Calibration, ModelCard
@@ -22,7 +23,7 @@ from .masking import LineMasker
 @dataclass
 class LineScore:
     stream: str
-    masked: str  # what the model read
+    masked: str  # what the model read: the line's canonical text, masked
     token_ids: list[int]
     logprobs: torch.Tensor  # [n] per token
     entropy: torch.Tensor  # [n]
@@ -31,6 +32,7 @@ class LineScore:
     threshold: float | None
     warm: bool  # the stream had seen at least warmup_tokens tokens before this line
     aggregates: dict[str, float] = field(default_factory=dict)
+    canonical: CanonicalLine | None = None  # the line's header fields and message
 
     @property
     def is_anomaly(self) -> bool:
@@ -40,10 +42,14 @@ class LineScore:
 class LineScorer:
     def __init__(self, loaded: LoadedModel, card: ModelCard, engine_config: EngineConfig = EngineConfig(),
                  *, use_preamble: bool = True, sink_tokens: list[int] | None = None,
-                 threshold: float | None = None, aggregate_name: str | None = None):
+                 threshold: float | None = None, aggregate_name: str | None = None,
+                 canonicalizer: Canonicalizer | None = None):
         self.loaded, self.card = loaded, card
         self.tokenizer = loaded.tokenizer
         self.masker = LineMasker(tuple(card.masks))
+        # models trained on canonical text read each line through the canonical reading; older
+        # models read the whole line, as they were trained to
+        self.canonicalizer = canonicalizer or Canonicalizer()
         self.calibration: Calibration | None = card.calibration
         self.aggregate_name = aggregate_name or (self.calibration.aggregate if self.calibration else "mean")
         if self.aggregate_name not in AGGREGATES:
@@ -70,9 +76,21 @@ class LineScorer:
     def model_version(self) -> str:
         return self.card.model_version
 
-    def encode(self, line: str) -> tuple[str, list[int]]:
-        masked = self.masker(line)
-        return masked, self.tokenizer(masked + "\n", add_special_tokens=False).input_ids
+    def read(self, stream: str, line: str) -> CanonicalLine:
+        """The line as this model reads it (its canonical reading, or the whole line for old models)."""
+        if self.card.reads == "canonical":
+            return self.canonicalizer.read(stream, line)
+        return read_whole(line)
+
+    def encode(self, stream: str, line: str) -> tuple[CanonicalLine, str, list[int]]:
+        canonical = self.read(stream, line)
+        masked = self.masker(canonical.text)
+        return canonical, masked, self.tokenizer(masked + "\n", add_special_tokens=False).input_ids
+
+    def forget(self, stream: str) -> bool:
+        """Drop a stream's window and its detected format; True if its window was known."""
+        self.canonicalizer.forget(stream)
+        return bool(self.engine.drop(stream))
 
     def thresholds(self) -> tuple[float | None, float | None]:
         """(warm, warming-up) thresholds in force."""
@@ -88,19 +106,19 @@ class LineScorer:
         All lines of one stream in the batch go to the engine as one chunk (one row of one forward
         pass, not one pass per line); the per-token results are cut back into lines afterwards.
         """
-        encoded = [self.encode(line) for _, line in entries]
+        encoded = [self.encode(stream, line) for stream, line in entries]
         by_stream: dict[str, list[int]] = {}
         for index, (stream, _) in enumerate(entries):
             by_stream.setdefault(stream, []).append(index)
         streams = list(by_stream)
-        results = self.engine.score([Chunk(s, [t for i in by_stream[s] for t in encoded[i][1]]) for s in streams])
+        results = self.engine.score([Chunk(s, [t for i in by_stream[s] for t in encoded[i][2]]) for s in streams])
         warm_threshold, warmup_threshold = self.thresholds()
         warmup_tokens = self.calibration.warmup_tokens if self.calibration else 0
         out: list[LineScore | None] = [None] * len(entries)
         for stream, result in zip(streams, results):
             offset = 0
             for index in by_stream[stream]:
-                masked, ids = encoded[index]
+                canonical, masked, ids = encoded[index]
                 logprobs, entropy = result.logprobs[offset:offset + len(ids)], result.entropy[offset:offset + len(ids)]
                 position = result.start + offset
                 offset += len(ids)
@@ -110,6 +128,7 @@ class LineScorer:
                     stream=stream, masked=masked, token_ids=ids, logprobs=logprobs, entropy=entropy,
                     stream_position=position, score=aggregates[self.aggregate_name],
                     threshold=warm_threshold if warm else warmup_threshold, warm=warm, aggregates=aggregates,
+                    canonical=canonical,
                 )
         return out
 

@@ -82,7 +82,8 @@ class ModelWorker:
         started = time.monotonic()
         self.scorer = load_scorer(model.path, device=model.device, dtype=model.dtype,
                                   engine_config=engine_config, threshold=self.settings.scoring.threshold,
-                                  use_preamble=cache.preamble, sink_tokens=cache.sink_tokens)
+                                  use_preamble=cache.preamble, sink_tokens=cache.sink_tokens,
+                                  canonicalizer=self.settings.parsing.canonicalizer())
         self.explainer = Explainer(self.scorer)
         warm, warming = self.scorer.thresholds()
         log.info("model %s loaded from %s in %.1f s (thresholds: %s warm, %s warming up)",
@@ -130,7 +131,7 @@ class ModelWorker:
                      template=why.nearest_template if similar else None, model_version=self.scorer.model_version)
 
     def _drop(self, stream_ids: list[str]) -> int:
-        dropped = sum(bool(self.scorer.engine.drop(stream)) for stream in stream_ids)
+        dropped = sum(self.scorer.forget(stream) for stream in stream_ids)
         self._update_cache_gauges()
         return dropped
 

@@ -1,0 +1,219 @@
+"""One canonical reading of a log line, used by training, calibration, evaluation, scoring and the worker.
+
+``Canonicalizer.read(stream, line)`` splits a line's header into time, host, process/pid, level
+and component, and keeps its message. What the model reads (``CanonicalLine.text``) is the level,
+the source (process, component) and the message: never the time, date, host, pid or a label
+column, so the calendar, the clock and the labels cannot move a score.
+
+Per stream, the format is detected from its first lines (each of the first ``detect_lines`` lines
+votes for every format it fits; the most voted, the most specific on a tie, is kept). A line that
+does not fit its stream's format is read by the first format it fits, and one that fits none is
+read whole: never dropped. Streams can be pinned to a format, or to a regex of the user's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Iterable, Protocol
+
+from .formats import FORMATS, FORMATS_BY_NAME, LogFormat, normalize_level
+from .structured import parse_json_line, parse_logfmt_line
+
+WHOLE = "whole"  # the name of "no format": the line is read as it is
+HEADER_FIELDS = ("timestamp", "host", "process", "pid", "level", "component", "event", "message", "label")
+
+
+class Parser(Protocol):
+    name: str
+    description: str
+
+    def match(self, line: str) -> dict | None: ...
+
+
+@dataclass(frozen=True)
+class StructuredFormat:
+    name: str
+    description: str
+    parse: object  # (line) -> groups | None
+
+    def match(self, line: str) -> dict | None:
+        return self.parse(line)
+
+
+JSON_FORMAT = StructuredFormat(
+    "json", "one JSON object a line (zap, logrus, slog, bunyan/pino, structlog, ECS, journald -o json, "
+    "OpenTelemetry): message, level, time, source and host under their usual names", parse_json_line)
+LOGFMT_FORMAT = StructuredFormat(
+    "logfmt", "logfmt key=value lines (Go kit, Prometheus, Alertmanager, Grafana, Heroku)", parse_logfmt_line)
+
+# JSON first (cheap to rule out), the header layouts, logfmt before the catch-all ISO prefix.
+PARSERS: tuple[Parser, ...] = (JSON_FORMAT, *FORMATS[:-1], LOGFMT_FORMAT, FORMATS[-1])
+PARSERS_BY_NAME: dict[str, Parser] = {p.name: p for p in PARSERS}
+
+
+def user_format(pattern: str, name: str = "user") -> LogFormat:
+    """A format from a user's regex; it needs a named group 'message' (or 'content')."""
+    try:
+        return LogFormat(name, "a regex from the configuration", pattern)
+    except re.error as exc:
+        raise ValueError(f"format regex {pattern!r} does not compile: {exc}") from None
+
+
+@dataclass(frozen=True)
+class CanonicalLine:
+    """A log line split into its header fields and its message."""
+
+    format: str  # the format that read it; "whole" when none did
+    message: str
+    level: str | None = None
+    component: str | None = None  # logger, class, tag, module: where in the program it comes from
+    process: str | None = None  # program name (syslog tag), without its pid
+    event: str | None = None  # an event or state name some formats put before the message (HPC)
+    timestamp: str | None = None  # as written; never read by the model
+    host: str | None = None
+    pid: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)  # every other named field (a label column too)
+
+    @property
+    def text(self) -> str:
+        """What the model reads: ``LEVEL process component event: message``, the parts that exist."""
+        source = " ".join(p for p in (self.level, self.process, self.component, self.event) if p)
+        return f"{source}: {self.message}" if source else self.message
+
+    @classmethod
+    def from_groups(cls, format_name: str, groups: dict) -> "CanonicalLine":
+        message = groups.get("message", groups.get("content", ""))
+        get = lambda name: (groups.get(name) or "").strip() or None  # noqa: E731
+        extra = {k: v for k, v in groups.items() if k not in HEADER_FIELDS and k != "content"}
+        if "label" in groups:
+            extra["label"] = groups["label"]
+        return cls(format=format_name, message=message.rstrip(), level=normalize_level(get("level")),
+                   component=get("component"), process=get("process"), event=get("event"),
+                   timestamp=get("timestamp"), host=get("host"), pid=get("pid"), fields=extra)
+
+
+def read_with(parser: Parser, line: str) -> CanonicalLine | None:
+    groups = parser.match(line)
+    if groups is None:
+        return None
+    canonical = CanonicalLine.from_groups(parser.name, groups)
+    if canonical.level is None and parser.name not in ("json", "logfmt"):
+        # a header around a structured payload (a syslog or container line carrying JSON/logfmt)
+        inner = parse_json_line(canonical.message) or parse_logfmt_line(canonical.message)
+        if inner is not None:
+            nested = CanonicalLine.from_groups(parser.name, inner)
+            return CanonicalLine(
+                format=parser.name, message=nested.message, level=nested.level,
+                component=nested.component or canonical.component, process=canonical.process,
+                event=canonical.event, timestamp=canonical.timestamp, host=canonical.host, pid=canonical.pid,
+                fields=canonical.fields)
+    return canonical
+
+
+def read_whole(line: str) -> CanonicalLine:
+    return CanonicalLine(format=WHOLE, message=line.rstrip())
+
+
+@dataclass(frozen=True)
+class Pin:
+    """Streams whose id matches ``stream`` (a regex, in full) are read with ``parser``."""
+
+    stream: re.Pattern
+    parser: Parser | None  # None: read whole
+
+
+def make_pin(stream: str = ".*", format: str | None = None, regex: str | None = None) -> Pin:
+    if (format is None) == (regex is None):
+        raise ValueError("a format pin needs exactly one of 'format' (a format name) or 'regex'")
+    try:
+        stream_re = re.compile(stream)
+    except re.error as exc:
+        raise ValueError(f"stream pattern {stream!r} does not compile: {exc}") from None
+    if regex is not None:
+        return Pin(stream_re, user_format(regex))
+    if format == WHOLE:
+        return Pin(stream_re, None)
+    if format not in PARSERS_BY_NAME:
+        raise ValueError(f"unknown log format {format!r}; known: {', '.join([*PARSERS_BY_NAME, WHOLE])}")
+    return Pin(stream_re, PARSERS_BY_NAME[format])
+
+
+@dataclass
+class _Detection:
+    votes: dict[str, int] = field(default_factory=dict)
+    seen: int = 0
+    chosen: Parser | None = None  # set once the stream's first lines have voted
+
+
+class Canonicalizer:
+    """Reads lines of many streams; remembers each stream's format (bounded: least recent forgotten)."""
+
+    def __init__(self, pins: Iterable[Pin] = (), detect_lines: int = 8, max_streams: int = 100_000,
+                 parsers: tuple[Parser, ...] = PARSERS):
+        if detect_lines < 1:
+            raise ValueError("detect_lines must be at least 1")
+        self.pins = list(pins)
+        self.detect_lines = detect_lines
+        self.max_streams = max_streams
+        self.parsers = parsers
+        self._order = {p.name: i for i, p in enumerate(parsers)}
+        self._by_name = {p.name: p for p in parsers}
+        self._streams: OrderedDict[str, _Detection] = OrderedDict()
+
+    def read(self, stream: str, line: str) -> CanonicalLine:
+        for pin in self.pins:
+            if pin.stream.fullmatch(stream):
+                if pin.parser is None:
+                    return read_whole(line)
+                return read_with(pin.parser, line) or read_whole(line)
+        state = self._state(stream)
+        if state.chosen is not None:
+            return read_with(state.chosen, line) or self._first_fit(line) or read_whole(line)
+        fits = [(p, c) for p in self.parsers if (c := read_with(p, line)) is not None]
+        for parser, _ in fits:
+            state.votes[parser.name] = state.votes.get(parser.name, 0) + 1
+        state.seen += 1
+        if state.seen >= self.detect_lines and state.votes:
+            state.chosen = self._by_name[max(state.votes, key=lambda n: (state.votes[n], -self._order[n]))]
+            state.votes = {}
+            return read_with(state.chosen, line) or fits[0][1]
+        if not fits:
+            return read_whole(line)
+        # until the stream's format is settled: this line's fit with the most votes so far
+        return max(fits, key=lambda pc: (state.votes[pc[0].name], -self._order[pc[0].name]))[1]
+
+    def format_of(self, stream: str) -> str | None:
+        """The format a stream was found to be in, once its first lines have voted."""
+        state = self._streams.get(stream)
+        return state.chosen.name if state is not None and state.chosen is not None else None
+
+    def forget(self, stream: str) -> None:
+        self._streams.pop(stream, None)
+
+    def _first_fit(self, line: str) -> CanonicalLine | None:
+        for parser in self.parsers:
+            canonical = read_with(parser, line)
+            if canonical is not None:
+                return canonical
+        return None
+
+    def _state(self, stream: str) -> _Detection:
+        state = self._streams.get(stream)
+        if state is None:
+            state = self._streams[stream] = _Detection()
+            if len(self._streams) > self.max_streams:
+                self._streams.popitem(last=False)
+        else:
+            self._streams.move_to_end(stream)
+        return state
+
+
+def describe_formats() -> list[tuple[str, str]]:
+    """(name, description) of every format recognised out of the box, in the order they are tried."""
+    return [(p.name, p.description) for p in PARSERS] + [(WHOLE, "no format: the line is read whole")]
+
+
+__all__ = ["CanonicalLine", "Canonicalizer", "FORMATS_BY_NAME", "PARSERS", "Pin", "WHOLE", "describe_formats",
+           "make_pin", "read_whole", "read_with", "user_format"]

@@ -1,0 +1,209 @@
+"""The log line formats logstream recognises out of the box: one regex per header layout.
+
+Each format is a regex with named groups. The groups the canonical line knows are ``timestamp``,
+``host``, ``process``, ``pid``, ``level``, ``component``, ``event`` and ``message`` (``content``
+is accepted as another name for the message, as Loghub-style specs write it); ``label`` marks a
+label column (BGL, Thunderbird), which is kept out of what the model reads; any other named group
+is kept in ``fields``. Formats are tried in the order of ``FORMATS``: specific layouts first, so a
+generic one (an ISO timestamp and the rest) only takes lines nothing more precise describes.
+
+Each layout is described where it comes from; ``tests/test_canonical.py`` checks each on real lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+ISO8601 = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?"
+# RFC 3164 / BSD syslog "Mmm dd hh:mm:ss", with the variants rsyslog and journald write: a year
+# before or after the day, fractions of a second.
+SYSLOG_TIME = (rf"(?:\d{{4}}\s+)?{MONTH}\s+\d{{1,2}}(?:\s+\d{{4}})?\s+\d{{2}}:\d{{2}}:\d{{2}}(?:\.\d{{1,9}})?")
+RFC3339 = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})"
+LEVEL_WORD = (r"(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL|SEVERE|ALERT|EMERG"
+              r"|PANIC|FINE|FINER|FINEST|CONFIG)")
+# A syslog tag: a program name or path, up to three words ("Microsoft Word"), maybe a facility in
+# parentheses ("sshd(pam_unix)"); no '<', '>', ':' or '[' inside.
+PROCESS = r"[A-Za-z_./][\w.\-/()@]{0,63}(?: [\w.\-/()@]{1,32}){0,2}"
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    name: str
+    description: str
+    pattern: str
+    # fills in fields the header does not carry directly (a level from a syslog priority, ...)
+    post: Callable[[dict], None] | None = None
+    regex: re.Pattern = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "regex", re.compile(self.pattern))
+        names = set(self.regex.groupindex)
+        if not names & {"message", "content"}:
+            raise ValueError(f"format {self.name!r}: the regex needs a named group 'message' (or 'content')")
+
+    def match(self, line: str) -> dict | None:
+        found = self.regex.match(line)
+        if found is None:
+            return None
+        groups = {k: v for k, v in found.groupdict().items() if v is not None}
+        if self.post is not None:
+            self.post(groups)
+        return groups
+
+
+# --- levels ---------------------------------------------------------------------------------------
+
+# One spelling per severity, whatever the source wrote: "W", "warning" and "WARN" read the same,
+# so what the model learned of warnings carries from one format to another.
+LEVEL_ALIASES = {
+    "TRACE": "TRACE", "FINEST": "TRACE", "FINER": "TRACE", "V": "TRACE", "VERBOSE": "TRACE",
+    "DEBUG": "DEBUG", "D": "DEBUG", "DBG": "DEBUG", "FINE": "DEBUG", "CONFIG": "DEBUG",
+    "INFO": "INFO", "I": "INFO", "INF": "INFO", "INFORMATION": "INFO", "INFORMATIONAL": "INFO",
+    "NOTICE": "NOTICE", "N": "NOTICE",
+    "WARN": "WARN", "WARNING": "WARN", "W": "WARN", "WRN": "WARN",
+    "ERROR": "ERROR", "ERR": "ERROR", "E": "ERROR", "SEVERE": "ERROR",
+    "CRITICAL": "CRITICAL", "CRIT": "CRITICAL", "ALERT": "CRITICAL", "EMERG": "CRITICAL",
+    "EMERGENCY": "CRITICAL", "PANIC": "CRITICAL",
+    "FATAL": "FATAL", "F": "FATAL", "A": "FATAL",  # logcat's A is "assert"
+}
+# syslog severities 0..7 (RFC 5424 table 2)
+SYSLOG_SEVERITY = ("CRITICAL", "CRITICAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG")
+
+
+def normalize_level(level: str | None) -> str | None:
+    """The canonical spelling of a level; unknown levels are kept, upper-cased."""
+    if level is None:
+        return None
+    level = level.strip()
+    if not level or level == "-":
+        return None
+    if level.isdigit():
+        number = int(level)
+        return SYSLOG_SEVERITY[number] if number < len(SYSLOG_SEVERITY) else None
+    return LEVEL_ALIASES.get(level.upper(), level.upper())
+
+
+def _level_from_priority(groups: dict) -> None:
+    """Syslog <PRI> = facility * 8 + severity."""
+    if "pri" in groups and "level" not in groups:
+        groups["level"] = SYSLOG_SEVERITY[int(groups["pri"]) % 8]
+
+
+def _rfc5424(groups: dict) -> None:
+    _level_from_priority(groups)
+    for name in ("host", "process", "pid", "component"):  # NILVALUE
+        if groups.get(name) == "-":
+            del groups[name]
+
+
+def _access_level(groups: dict) -> None:
+    """An access log has no level; the status class is one (the digit mask would hide 200 vs 500)."""
+    status = groups.get("status", "")
+    groups["level"] = {"5": "ERROR", "4": "WARN"}.get(status[:1], "INFO")
+
+
+# --- the formats, most specific first -----------------------------------------------------------
+
+FORMATS: tuple[LogFormat, ...] = (
+    LogFormat(
+        "bgl", "Blue Gene/L RAS log (Loghub BGL): [label,] epoch, date, node, time, node, type, component, level",
+        r"^(?:(?P<label>\S+) )?(?P<epoch>\d{9,11}) (?P<date>\d{4}\.\d{2}\.\d{2}) (?P<node>\S+) "
+        r"(?P<timestamp>\d{4}-\d{2}-\d{2}-\d{2}\.\d{2}\.\d{2}\.\d+) (?P<host>\S+) (?P<kind>[A-Z]+) "
+        r"(?P<component>\S+) (?P<level>[A-Z]+) ?(?P<message>.*)$"),
+    LogFormat(
+        "thunderbird", "Thunderbird supercomputer log (Loghub): [label,] epoch, date, node, then a syslog line",
+        rf"^(?:(?P<label>\S+) )?(?P<epoch>\d{{9,11}}) (?P<date>\d{{4}}\.\d{{2}}\.\d{{2}}) (?P<node>\S+) "
+        rf"(?P<timestamp>{MONTH}\s+\d{{1,2}} \d{{2}}:\d{{2}}:\d{{2}}) (?P<host>\S+) "
+        rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>\d+)\])?: )?(?P<message>.*)$"),
+    LogFormat(
+        "hdfs", "Hadoop HDFS v1 (Loghub HDFS): yymmdd hhmmss pid level component: message",
+        r"^(?P<timestamp>\d{6} \d{6}) (?P<pid>\d+) (?P<level>[A-Z]+) (?P<component>[^\s:]+): ?(?P<message>.*)$"),
+    LogFormat(
+        "hpc", "HPC cluster log (Loghub HPC): id node component state epoch flag message",
+        r"^(?P<logid>\d+) (?P<host>\S+) (?P<component>\S+) (?P<event>\S+) (?P<timestamp>\d{9,11}) "
+        r"(?P<flag>-?\d+) (?P<message>.*)$"),
+    LogFormat(
+        "openstack", "OpenStack oslo.log (Loghub OpenStack adds the file name): time pid level module message",
+        r"^(?:(?P<logfile>\S+\.log\S*) )?(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d+) (?P<pid>\d+) "
+        r"(?P<level>[A-Z]+) (?P<component>[\w.]+) (?P<message>.*)$"),
+    LogFormat(
+        "android", "Android logcat, threadtime (Loghub Android): mm-dd time pid tid level tag: message",
+        r"^(?P<timestamp>\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3})\s+(?P<pid>\d+)\s+(?P<tid>\d+)\s+"
+        r"(?P<level>[VDIWEFA])\s+(?P<component>.*?)\s*: ?(?P<message>.*)$"),
+    LogFormat(
+        "healthapp", "HealthApp (Loghub): time|component|pid|message",
+        r"^(?P<timestamp>\d{8}-\d{1,2}:\d{1,2}:\d{1,2}:\d{1,3})\|(?P<component>[^|]*)\|(?P<pid>\d+)\|"
+        r"(?P<message>.*)$"),
+    LogFormat(
+        "proxifier", "Proxifier (Loghub): [mm.dd time] program - message",
+        r"^\[(?P<timestamp>\d{2}\.\d{2} \d{2}:\d{2}:\d{2})\] (?P<process>\S+)(?: \*64)? - (?P<message>.*)$"),
+    LogFormat(
+        "windows_cbs", "Windows CBS/CSI servicing log (Loghub Windows): time, level component message",
+        r"^(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}), (?P<level>\w+)\s+(?P<component>\S+)\s+"
+        r"(?P<message>.*)$"),
+    LogFormat(
+        "zookeeper", "ZooKeeper log4j layout (Loghub Zookeeper): time - level [thread:class@line] - message",
+        rf"^(?P<timestamp>{ISO8601}) - (?P<level>[A-Z]+)\s+\[(?P<thread>.*):(?P<component>[^:\]]+)\] - "
+        r"(?P<message>.*)$"),
+    LogFormat(
+        "spark", "Spark log4j default layout (Loghub Spark): yy/MM/dd time level class: message",
+        r"^(?P<timestamp>\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) (?P<level>[A-Z]+) (?P<component>[^\s:]+): "
+        r"(?P<message>.*)$"),
+    LogFormat(
+        "log4j", "log4j / Java / Python logging: ISO time, level, [thread], logger: message (Hadoop, "
+        "logstream's own log)",
+        rf"^(?P<timestamp>{ISO8601})\s+(?:- )?(?P<level>{LEVEL_WORD})\s+(?:\[(?P<thread>[^\]]*)\]\s+)?"
+        r"(?P<component>[\w.$]+(?:::[\w.$]+)*)(?::| -) ?(?P<message>.*)$"),
+    LogFormat(
+        "logback", "logback's default layout: time [thread] level logger - message",
+        rf"^(?P<timestamp>{ISO8601}|\d{{2}}:\d{{2}}:\d{{2}}\.\d{{3}}) \[(?P<thread>[^\]]*)\] "
+        rf"(?P<level>{LEVEL_WORD})\s+(?P<component>\S+) - (?P<message>.*)$"),
+    LogFormat(
+        "python", "Python logging: asctime - name - levelname - message, and basicConfig's LEVEL:name:message",
+        rf"^(?:(?P<timestamp>{ISO8601}) - (?P<component>\S+) - (?P<level>{LEVEL_WORD}) - "
+        rf"|(?P<level2>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<component2>[^:\s]*):)(?P<message>.*)$",
+        post=lambda g: g.update({k[:-1]: g.pop(k) for k in ("level2", "component2") if k in g})),
+    LogFormat(
+        "klog", "Go klog / glog (Kubernetes): Lmmdd time thread file:line] message",
+        r"^(?P<level>[IWEF])(?P<timestamp>\d{4} \d{2}:\d{2}:\d{2}\.\d{6})\s+(?P<pid>\d+) "
+        r"(?P<component>[^\s:\]]+:\d+)\] (?P<message>.*)$"),
+    LogFormat(
+        "nginx_error", "Nginx error log: yyyy/mm/dd time [level] pid#tid: message",
+        r"^(?P<timestamp>\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) \[(?P<level>\w+)\] (?P<pid>\d+)#(?P<tid>\d+): "
+        r"(?P<message>.*)$"),
+    LogFormat(
+        "apache_error", "Apache httpd error log, 2.2 (Loghub Apache) and 2.4: [time] [module:level] [pid] message",
+        rf"^\[(?P<timestamp>(?:{WEEKDAY} )?{MONTH} \d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)? \d{{4}})\] "
+        r"\[(?:(?P<component>[\w-]+):)?(?P<level>\w+)\](?: \[pid (?P<pid>\d+)(?::tid \d+)?\])? ?(?P<message>.*)$"),
+    LogFormat(
+        "access_log", "Apache/Nginx access log, common and combined: client ident user [time] \"request\" "
+        "status size ...; the status class sets the level",
+        rf"^(?P<client>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<timestamp>\d{{2}}/{MONTH}/\d{{4}}:\d{{2}}:\d{{2}}:"
+        r"\d{2} [+-]\d{4})\] (?P<message>\"[^\"]*\" (?P<status>\d{3}) .*)$",
+        post=_access_level),
+    LogFormat(
+        "rfc5424", "Syslog RFC 5424: <pri>1 time host app procid msgid [structured data] message",
+        r"^<(?P<pri>\d{1,3})>1 (?P<timestamp>\S+) (?P<host>\S+) (?P<process>\S+) (?P<pid>\S+) "
+        r"(?P<component>\S+) (?P<structured>-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: \ufeff?(?P<message>.*))?$",
+        post=_rfc5424),
+    LogFormat(
+        "syslog", "Syslog RFC 3164 / BSD, as syslog files and journald's short exports write it (Loghub "
+        "Linux, Mac, OpenSSH): [<pri>]time host tag[pid]: message",
+        rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?P<host>\S+)\s+"
+        rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>\d+)\])?(?: \(\S+?\))?: ?)?(?P<message>.*)$",
+        post=_level_from_priority),
+    LogFormat(
+        "dmesg", "Kernel ring buffer (dmesg): [seconds since boot] message",
+        r"^\[\s*(?P<timestamp>\d+\.\d+)\] (?P<message>.*)$"),
+    LogFormat(
+        "iso_prefix", "Anything that opens with an ISO 8601 / RFC 3339 time (dpkg.log, Rust tracing, Go's "
+        "log package): time, an optional level, the rest",
+        rf"^\[?(?P<timestamp>{ISO8601}|\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?)\]?:?\s*"
+        rf"(?:[|,-]\s*)?(?:\[?(?P<level>{LEVEL_WORD})\]?:?\s+)?(?P<message>.*)$"),
+)
+
+FORMATS_BY_NAME: dict[str, LogFormat] = {f.name: f for f in FORMATS}

@@ -1,0 +1,108 @@
+"""Structured log lines: one JSON object a line, and logfmt (``key=value ...``).
+
+Their message, level, time, source and host are found under the names the common loggers and
+shippers use (zap, logrus, slog, bunyan/pino, structlog, Serilog, ECS, journald's JSON export,
+OpenTelemetry). The remaining scalar fields stay part of the message as ``key=value``, in the
+order the line gave them: ``status=500`` is as much the event as the text beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+MESSAGE_KEYS = ("msg", "message", "MESSAGE", "@message", "log", "text", "short_message", "body", "event")
+LEVEL_KEYS = ("level", "lvl", "severity", "levelname", "log.level", "loglevel", "@level", "severity_text",
+              "SeverityText", "PRIORITY", "priority")
+TIME_KEYS = ("ts", "time", "timestamp", "@timestamp", "@t", "t", "datetime", "date", "asctime",
+             "__REALTIME_TIMESTAMP", "_SOURCE_REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "observed_time",
+             "time_unix_nano", "timeUnixNano", "observedTimeUnixNano")
+COMPONENT_KEYS = ("logger", "logger_name", "name", "component", "module", "SYSLOG_IDENTIFIER", "_COMM",
+                  "caller", "source", "service", "service.name")
+HOST_KEYS = ("host", "hostname", "_HOSTNAME", "host.name", "HOSTNAME")
+PID_KEYS = ("pid", "_PID", "SYSLOG_PID", "process.pid", "thread", "tid", "thread_name", "threadName")
+KNOWN = set(MESSAGE_KEYS + LEVEL_KEYS + TIME_KEYS + COMPONENT_KEYS + HOST_KEYS + PID_KEYS) | {"ecs.version"}
+
+MAX_JSON_CHARS = 64 * 1024
+MAX_EXTRA_FIELDS = 12
+MAX_VALUE_CHARS = 200
+
+LOGFMT_PAIR = re.compile(r'([\w.@/-]+)=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict:
+    """Nested objects as dotted keys (``log.level``), two levels deep; deeper values as JSON text."""
+    out = {} if out is None else out
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and depth < 2:
+            _flatten(value, name + ".", out, depth + 1)
+        else:
+            out[name] = value
+    return out
+
+
+def _text(value) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _first(fields: dict, keys) -> tuple[str | None, str | None]:
+    for key in keys:
+        value = fields.get(key)
+        if value is not None and value != "":
+            return key, _text(value)
+    return None, None
+
+
+def _assemble(fields: dict, need_message: bool = True) -> dict | None:
+    """Header groups (as a format's regex would give them) from a flat mapping; None when it has no
+    message field and ``need_message``."""
+    msg_key, message = _first(fields, MESSAGE_KEYS)
+    if message is None and need_message:
+        return None
+    groups = {"message": message or ""}
+    for name, keys in (("level", LEVEL_KEYS), ("timestamp", TIME_KEYS), ("component", COMPONENT_KEYS),
+                       ("host", HOST_KEYS), ("pid", PID_KEYS)):
+        _, value = _first(fields, keys)
+        if value is not None:
+            groups[name] = value
+    extras = [f"{k}={_text(v)[:MAX_VALUE_CHARS]}" for k, v in fields.items()
+              if k not in KNOWN and k != msg_key and not k.startswith("_") and v not in (None, "")]
+    if extras:
+        groups["message"] = " ".join(([message] if message else []) + extras[:MAX_EXTRA_FIELDS])
+    return groups
+
+
+def parse_json_line(line: str) -> dict | None:
+    """Header groups of a JSON log line, or None when it is not one (not an object, no message field)."""
+    text = line.strip()
+    if not (text.startswith("{") and text.endswith("}")) or len(text) > MAX_JSON_CHARS:
+        return None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested thousands deep; read it as text
+        return None
+    if not isinstance(obj, dict):
+        return None
+    return _assemble(_flatten(obj))
+
+
+def parse_logfmt_line(line: str) -> dict | None:
+    """Header groups of a logfmt line (at least two pairs, one of them a message or level), or None."""
+    pairs = LOGFMT_PAIR.findall(line)
+    if len(pairs) < 2:
+        return None
+    # logfmt only if the pairs are (almost) the whole line: a prose line with one "a=b" inside is not
+    covered = sum(len(k) + 1 + len(v) for k, v in pairs) + len(pairs) - 1
+    if covered < 0.8 * len(line.strip()):
+        return None
+    fields = {k: (v[1:-1].replace('\\"', '"') if v.startswith('"') else v) for k, v in pairs}
+    if not any(k in fields for k in MESSAGE_KEYS + LEVEL_KEYS):
+        return None
+    return _assemble(fields, need_message=False)  # level=info with fields and no msg: the fields are it
