@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from pathlib import Path
 
@@ -122,6 +123,15 @@ def test_drain_novelty_scores_new_templates_highest_and_rare_above_common():
     assert novel == 1.0
     assert 0 <= common < rare < 1
     assert detector.threshold == pytest.approx(common)   # calibration lines are all the common template
+
+
+def test_drain_novelty_still_alerts_on_new_templates_when_calibration_held_one():
+    train = [LogEntry(i, "s", f"job {i} finished in {i} ms", 0, None) for i in range(20)]
+    calibration = train[:5] + [LogEntry(30, "s", "backup of volume home completed", 0, None)]
+    detector = DrainNoveltyDetector()
+    detector.fit(train, calibration, 0.0)  # the calibration slice's novel normal line scores 1.0
+    scores = detector.score([LogEntry(0, "s", "kernel panic: cannot mount root filesystem", 1, None)])
+    assert scores[0] == 1.0 and scores[0] > detector.threshold
 
 
 # ---- specs ---------------------------------------------------------------------------------
@@ -244,7 +254,8 @@ def test_harness_with_the_drain_baseline_writes_a_table_and_plots(tmp_path):
     report = run_evaluation(spec, lambda spec, split: [DrainNoveltyDetector(pins=spec.pins())],
                             tmp_path, progress=False)
     text = (tmp_path / "bgl_random.md").read_text()
-    header = "| detector | precision | recall | F1 | best F1 | ROC-AUC | PR-AUC | false alerts / 10k normal |"
+    header = ("| detector | precision | recall | F1 | best F1 | precision at best F1 | recall at best F1 | ROC-AUC "
+              "| PR-AUC | false alerts / 10k normal |")
     assert header in text
     row = next(line for line in text.splitlines() if line.startswith("| drain-novelty |"))
     assert "±" not in row                                  # one seed: plain numbers
@@ -277,3 +288,28 @@ def test_eval_command(tmp_path, capsys):
     assert "| drain-novelty |" in capsys.readouterr().out
     assert main(["eval", str(SPECS / "hdfs_blocks.yaml"), "--out", str(tmp_path), "--detectors", "nope"]) == 2
     assert "unknown detector" in capsys.readouterr().err
+
+
+def test_eval_and_score_give_the_same_score_to_the_same_line(tmp_path, capsys):
+    """`logstream eval --model` scores lines as `logstream score` does: same reading, same model, same score
+    (the eval's entries have the BGL label column cut off; the score command reads the raw line)."""
+    from logstream.cli import main
+    from logstream.config import DEFAULT_MODEL_DIR
+    from logstream.evaluation.lm_detectors import SplitModel
+
+    raw = BGL.read_text().splitlines()[:96]
+    log = tmp_path / "bgl.log"
+    log.write_text("\n".join(raw) + "\n")
+    spec_path = tmp_path / "spec.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "files": [str(log)], "labels": {"level": "line", "pattern": r"^(?P<label>\S+)\s+", "normal": "-"},
+        "stream_key": "constant", "split": {"kind": "chronological", "train_fraction": 0.5}}))
+    dataset = load_dataset(load_spec(spec_path))
+    assert all(not e.line.startswith(("- ", "KERN")) for e in dataset.entries)  # labels cut off
+
+    evaluated = SplitModel(train_steps=0, model_dir=DEFAULT_MODEL_DIR).scores("stream", dataset.entries)
+    assert main(["score", str(log), "--all", "--json"]) == 0
+    printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(printed) == len(evaluated) == 96
+    for row, scored in zip(printed, evaluated):
+        assert row["score"] == pytest.approx(scored.score, abs=1e-4)

@@ -89,7 +89,7 @@ class CanonicalLine:
         extra = {k: v for k, v in groups.items() if k not in HEADER_FIELDS and k != "content"}
         if "label" in groups:
             extra["label"] = groups["label"]
-        return cls(format=format_name, message=message.rstrip(), level=normalize_level(get("level")),
+        return cls(format=format_name, message=message.strip(), level=normalize_level(get("level")),
                    component=get("component"), process=get("process"), event=get("event"),
                    timestamp=get("timestamp"), host=get("host"), pid=get("pid"), fields=extra)
 
@@ -113,7 +113,7 @@ def read_with(parser: Parser, line: str) -> CanonicalLine | None:
 
 
 def read_whole(line: str) -> CanonicalLine:
-    return CanonicalLine(format=WHOLE, message=line.rstrip())
+    return CanonicalLine(format=WHOLE, message=line.strip())
 
 
 @dataclass(frozen=True)

@@ -154,8 +154,8 @@ FORMATS: tuple[LogFormat, ...] = (
         r"^(?P<timestamp>\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) (?P<level>[A-Z]+) (?P<component>[^\s:]+): "
         r"(?P<message>.*)$"),
     LogFormat(
-        "log4j", "log4j / Java / Python logging: ISO time, level, [thread], logger: message (Hadoop, "
-        "logstream's own log)",
+        "log4j", "log4j / Java / Python logging / Rust tracing: ISO time, level, [thread], logger: message "
+        "(Hadoop, logstream's own log)",
         rf"^(?P<timestamp>{ISO8601})\s+(?:- )?(?P<level>{LEVEL_WORD})\s+(?:\[(?P<thread>[^\]]*)\]\s+)?"
         r"(?P<component>[\w.$]+(?:::[\w.$]+)*)(?::| -) ?(?P<message>.*)$"),
     LogFormat(

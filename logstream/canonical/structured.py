@@ -17,11 +17,13 @@ LEVEL_KEYS = ("level", "lvl", "severity", "levelname", "log.level", "loglevel", 
 TIME_KEYS = ("ts", "time", "timestamp", "@timestamp", "@t", "t", "datetime", "date", "asctime",
              "__REALTIME_TIMESTAMP", "_SOURCE_REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "observed_time",
              "time_unix_nano", "timeUnixNano", "observedTimeUnixNano")
-COMPONENT_KEYS = ("logger", "logger_name", "name", "component", "module", "SYSLOG_IDENTIFIER", "_COMM",
-                  "caller", "source", "service", "service.name")
+COMPONENT_KEYS = ("logger", "logger_name", "name", "component", "module", "caller", "source", "service",
+                  "service.name")
+PROCESS_KEYS = ("SYSLOG_IDENTIFIER", "_COMM", "process.name")  # journald's, as the syslog tag reads
 HOST_KEYS = ("host", "hostname", "_HOSTNAME", "host.name", "HOSTNAME")
 PID_KEYS = ("pid", "_PID", "SYSLOG_PID", "process.pid", "thread", "tid", "thread_name", "threadName")
-KNOWN = set(MESSAGE_KEYS + LEVEL_KEYS + TIME_KEYS + COMPONENT_KEYS + HOST_KEYS + PID_KEYS) | {"ecs.version"}
+KNOWN = set(MESSAGE_KEYS + LEVEL_KEYS + TIME_KEYS + COMPONENT_KEYS + PROCESS_KEYS + HOST_KEYS + PID_KEYS) | {
+    "ecs.version"}
 
 MAX_JSON_CHARS = 64 * 1024
 MAX_EXTRA_FIELDS = 12
@@ -60,7 +62,7 @@ def _first(fields: dict, keys) -> tuple[str | None, str | None]:
     return None, None
 
 
-def _assemble(fields: dict, need_message: bool = True) -> dict | None:
+def _assemble(fields: dict, need_message: bool = True, extras: bool = True) -> dict | None:
     """Header groups (as a format's regex would give them) from a flat mapping; None when it has no
     message field and ``need_message``."""
     msg_key, message = _first(fields, MESSAGE_KEYS)
@@ -68,14 +70,14 @@ def _assemble(fields: dict, need_message: bool = True) -> dict | None:
         return None
     groups = {"message": message or ""}
     for name, keys in (("level", LEVEL_KEYS), ("timestamp", TIME_KEYS), ("component", COMPONENT_KEYS),
-                       ("host", HOST_KEYS), ("pid", PID_KEYS)):
+                       ("process", PROCESS_KEYS), ("host", HOST_KEYS), ("pid", PID_KEYS)):
         _, value = _first(fields, keys)
         if value is not None:
             groups[name] = value
-    extras = [f"{k}={_text(v)[:MAX_VALUE_CHARS]}" for k, v in fields.items()
-              if k not in KNOWN and k != msg_key and not k.startswith("_") and v not in (None, "")]
-    if extras:
-        groups["message"] = " ".join(([message] if message else []) + extras[:MAX_EXTRA_FIELDS])
+    rest = [f"{k}={_text(v)[:MAX_VALUE_CHARS]}" for k, v in fields.items()
+            if extras and k not in KNOWN and k != msg_key and not k.startswith("_") and v not in (None, "")]
+    if rest:
+        groups["message"] = " ".join(([message] if message else []) + rest[:MAX_EXTRA_FIELDS])
     return groups
 
 
@@ -90,7 +92,9 @@ def parse_json_line(line: str) -> dict | None:
         return None
     if not isinstance(obj, dict):
         return None
-    return _assemble(_flatten(obj))
+    # journald's export (journalctl -o json) carries dozens of bookkeeping fields (MESSAGE_ID,
+    # SYSLOG_FACILITY, sizes...): its MESSAGE, PRIORITY and SYSLOG_IDENTIFIER are the entry
+    return _assemble(_flatten(obj), extras="__REALTIME_TIMESTAMP" not in obj and "__CURSOR" not in obj)
 
 
 def parse_logfmt_line(line: str) -> dict | None:

@@ -33,6 +33,9 @@ def add_arguments(p):
     p.add_argument("--anomaly-rate", type=float, default=0.02, metavar="R",
                    help="fraction of lines that are injected anomalies (default: 0.02)")
     p.add_argument("--seed", type=int, default=0, help="synthetic logs seed (default: 0)")
+    p.add_argument("--start", type=datetime.fromisoformat, metavar="ISO_TIME",
+                   help="time stamp of the first synthetic line (default: now); the model never reads it, "
+                        "so any month gives the same alerts")
     p.add_argument("--drain-timeout", type=float, default=300.0, metavar="S",
                    help="with --lines: longest wait, after the last line was sent, for the worker to score "
                         "them all (default: 300)")
@@ -144,7 +147,7 @@ class Demo:
         from ..synth import SyntheticLogs
 
         logs = SyntheticLogs(seed=self.args.seed, anomaly_rate=self.args.anomaly_rate,
-                             start_time=datetime.now(UTC))
+                             start_time=self.args.start or datetime.now(UTC))
         self.produced = await logs.produce_to_kafka(self.kafka.bootstrap_servers, self.kafka.input_topic,
                                                     self.args.lines, self.args.rate, self.labels_path)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import partial
 
@@ -14,7 +15,9 @@ def add_arguments(p):
     p.add_argument("--detectors", nargs="+", metavar="NAME", help="only these detectors (default: all)")
     p.add_argument("--seeds", nargs="+", type=int, metavar="SEED",
                    help="seeds for random splits, replacing the spec's (other splits have none)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars at all (training and scoring "
+                   "bars included)")
+    p.add_argument("--threads", type=int, metavar="N", help="torch CPU threads (default: model.threads)")
     p.add_argument("--lm-steps", type=int, default=300, help="training steps of the model trained per split")
     p.add_argument("--model", metavar="DIR", help="score with this model (e.g. the shipped one) instead of "
                    "training one per split; thresholds are still set on each split's calibration lines")
@@ -34,6 +37,11 @@ def run(args, settings) -> int:
     from logstream.evaluation.spec import load_spec
 
     specs = [load_spec(path) for path in args.specs]  # check every spec before running any
+    if args.no_progress:
+        os.environ["TQDM_DISABLE"] = "1"  # every tqdm bar, the training and scoring ones included
+    import torch
+
+    torch.set_num_threads(args.threads or settings.model.torch_threads())
     for spec in specs:
         if args.seeds:
             spec = spec.with_seeds(args.seeds)

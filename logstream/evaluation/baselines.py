@@ -12,6 +12,10 @@ from logstream.templates import Templates
 from .detector import LogEntry, calibrate_threshold, calibration_scores
 
 
+NOVEL = 1.0
+NOVEL_BELOW = float(np.nextafter(NOVEL, 0.0))  # the highest threshold at which novel lines still alert
+
+
 class DrainNoveltyDetector:
     """Template novelty and rarity with drain3 (logstream's masks), fitted on normal lines.
 
@@ -23,7 +27,10 @@ class DrainNoveltyDetector:
     The denominator is the surprisal a never-seen template would have with add-one smoothing
     (probability ``1 / (total + 1)``), so novel lines sit exactly at 1, above every seen template,
     and among seen ones a rare template outranks a common one on a log scale, the way a
-    likelihood scorer would rank them. The threshold is calibrated on held-out normal lines.
+    likelihood scorer would rank them. The threshold is calibrated on held-out normal lines, and
+    kept just below 1: this detector's operating point is "alert on every template never seen",
+    which a calibration slice holding one novel normal line would otherwise switch off for good
+    (alerts need a score above the threshold, and no score is above 1).
 
     Lines are mined in their canonical reading (``logstream.canonical``, the spec's ``pins``), the
     text the language model reads too: mined whole, a BGL line's eight header fields (times, node
@@ -43,7 +50,8 @@ class DrainNoveltyDetector:
             self._content(e) for e in train)
         self._total = sum(self.templates.counts.values())
         scores = self.score(calibration)
-        self.threshold = calibrate_threshold(calibration_scores(calibration, scores), target_false_alert_rate)
+        calibrated = calibrate_threshold(calibration_scores(calibration, scores), target_false_alert_rate)
+        self.threshold = min(calibrated, NOVEL_BELOW)
 
     def score(self, entries: list[LogEntry]) -> np.ndarray:
         if self.templates is None:
@@ -56,8 +64,8 @@ class DrainNoveltyDetector:
     def _score_entry(self, entry: LogEntry) -> float:
         match = self.templates.match(self._content(entry))
         if match is None:
-            return 1.0
+            return NOVEL
         count = self.templates.counts.get(match.template_id, 0)
         if count == 0:  # a cluster without training lines cannot happen after fit; treat it as novel
-            return 1.0
+            return NOVEL
         return math.log(self._total / count) / math.log(self._total + 1)

@@ -73,13 +73,20 @@ def average_precision(scores, labels) -> float:
 
 def best_f1(scores, labels) -> tuple[float, float]:
     """(best F1 over all thresholds, the lowest score alerted at that F1)."""
+    f1, cut, _, _ = best_f1_point(scores, labels)
+    return f1, cut
+
+
+def best_f1_point(scores, labels) -> tuple[float, float, float, float]:
+    """(best F1, the lowest score alerted at it, precision there, recall there)."""
     scores, labels = _arrays(scores, labels)
     if scores.size == 0 or not labels.any():
-        return 0.0, math.inf
+        return 0.0, math.inf, 0.0, 0.0
     true_alerts, false_alerts, cuts = _cumulative_counts(scores, labels)
     f1 = 2 * true_alerts / (true_alerts + false_alerts + labels.sum())  # 2TP / (2TP + FP + FN)
     best = int(np.argmax(f1))
-    return float(f1[best]), float(cuts[best])
+    precision = true_alerts[best] / (true_alerts[best] + false_alerts[best])
+    return float(f1[best]), float(cuts[best]), float(precision), float(true_alerts[best] / labels.sum())
 
 
 def _average_ranks(values: np.ndarray) -> np.ndarray:
@@ -106,6 +113,8 @@ class Metrics:
     f1: float
     best_f1: float              # at the best threshold in hindsight
     best_f1_min_score: float    # ... reached by alerting on score >= this
+    best_f1_precision: float    # precision and recall at that best F1
+    best_f1_recall: float
     roc_auc: float
     pr_auc: float               # average precision
     false_alerts_per_10k: float
@@ -120,8 +129,9 @@ class Metrics:
 def compute_metrics(scores, labels, threshold: float) -> Metrics:
     scores, labels = _arrays(scores, labels)
     precision, recall, f1 = precision_recall_f1(scores, labels, threshold)
-    best, best_cut = best_f1(scores, labels)
+    best, best_cut, best_precision, best_recall = best_f1_point(scores, labels)
     return Metrics(precision=precision, recall=recall, f1=f1, best_f1=best, best_f1_min_score=best_cut,
+                   best_f1_precision=best_precision, best_f1_recall=best_recall,
                    roc_auc=roc_auc(scores, labels), pr_auc=average_precision(scores, labels),
                    false_alerts_per_10k=false_alerts_per_10k(scores, labels, threshold),
                    threshold=float(threshold), n=int(scores.size), n_anomalous=int(labels.sum()))

@@ -22,6 +22,8 @@ TABLE_COLUMNS = (
     ("recall", "recall", 3),
     ("F1", "f1", 3),
     ("best F1", "best_f1", 3),
+    ("precision at best F1", "best_f1_precision", 3),
+    ("recall at best F1", "best_f1_recall", 3),
     ("ROC-AUC", "roc_auc", 3),
     ("PR-AUC", "pr_auc", 3),
     ("false alerts / 10k normal", "false_alerts_per_10k", 1),

@@ -1,0 +1,183 @@
+"""The canonical reading of log lines: golden real lines of every format, per-stream detection, pins,
+and the guarantee that the calendar, the clock, hosts, pids and label columns never reach the model."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+import yaml
+
+from logstream.canonical import WHOLE, Canonicalizer, make_pin, normalize_level
+from logstream.canonical.formats import FORMATS
+from logstream.config import FormatPin, Settings
+from logstream.scoring.masking import LineMasker
+from logstream.synth import SyntheticLogs
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = yaml.safe_load((ROOT / "tests" / "golden" / "canonical.yaml").read_text())
+LOGHUB = ROOT / "sample_logs" / "loghub"
+LOGHUB_FORMATS = dict(Android="android", Apache="apache_error", BGL="bgl", HDFS="hdfs", HPC="hpc", Hadoop="log4j",
+                      HealthApp="healthapp", Linux="syslog", Mac="syslog", OpenSSH="syslog", OpenStack="openstack",
+                      Proxifier="proxifier", Spark="spark", Thunderbird="thunderbird", Windows="windows_cbs",
+                      Zookeeper="zookeeper")
+
+
+@pytest.mark.parametrize("case", GOLDEN, ids=[f"{c['format']}-{i}" for i, c in enumerate(GOLDEN)])
+def test_golden_real_lines(case):
+    read = Canonicalizer().read("stream", case["line"])
+    assert read.format == case["format"], case["source"]
+    expect = dict(case["expect"])
+    assert read.text == expect.pop("text")
+    assert read.fields.get("label") == expect.pop("label", None)
+    for name in ("level", "process", "component", "event", "host", "pid", "timestamp", "message"):
+        assert getattr(read, name) == expect.get(name), f"{name} of {case['source']}"
+
+
+def test_every_required_format_has_a_golden_line():
+    wanted = {"syslog", "rfc5424", "iso_prefix", "access_log", "nginx_error", "apache_error", "log4j", "logback",
+              "python", "klog", "logfmt", "json", *LOGHUB_FORMATS.values()}
+    assert wanted <= {c["format"] for c in GOLDEN}
+    journald = {c["source"].split(" (")[0] for c in GOLDEN if c["source"].startswith("journalctl")}
+    assert journald == {"journalctl -o short", "journalctl -o short-iso", "journalctl -o json"}
+
+
+@pytest.mark.parametrize("system", sorted(LOGHUB_FORMATS))
+def test_each_loghub_sample_is_detected_and_read_by_its_format(system):
+    canonicalizer = Canonicalizer()
+    path = LOGHUB / system / f"{system}_2k.log"
+    reads = [canonicalizer.read(str(path), line) for line in path.read_text(errors="replace").splitlines()]
+    assert canonicalizer.format_of(str(path)) == LOGHUB_FORMATS[system]
+    assert all(r.format == LOGHUB_FORMATS[system] for r in reads)
+    assert all(r.message or r.text for r in reads)
+
+
+def test_the_model_text_never_holds_time_host_pid_or_label():
+    for case in GOLDEN:
+        read = Canonicalizer().read("s", case["line"])
+        for value in (read.timestamp, read.host, read.pid, read.fields.get("label")):
+            if value and len(value) > 3:  # short values ("-", "1") also occur inside messages
+                assert value not in read.text, (case["source"], value)
+
+
+def test_bgl_label_column_is_read_the_same_with_or_without_it():
+    line = (LOGHUB / "BGL" / "BGL_2k.log").read_text().splitlines()
+    anomalous = next(l for l in line if not l.startswith("- "))
+    label, rest = anomalous.split(" ", 1)
+    with_label, without = Canonicalizer().read("a", anomalous), Canonicalizer().read("b", rest)
+    assert with_label.fields["label"] == label and "label" not in without.fields
+    assert with_label.text == without.text and label not in with_label.text
+
+
+# --- the calendar never reaches the model ------------------------------------------------------
+
+def _with_year(line: str, year: int) -> str:
+    """The same line with the year written into its time stamp where the format can carry one."""
+    syslog = re.match(r"^([A-Z][a-z]{2} +\d{1,2}) (\d\d:\d\d:\d\d) ", line)
+    if syslog:
+        return f"{syslog.group(1)} {year} {syslog.group(2)} {line[syslog.end():]}"
+    return line  # HDFS, Apache and ZooKeeper stamps carry their year already
+
+
+def _variants():
+    """(name, start time, write the year) for each month of two years, two time zones."""
+    zones = {"UTC": timezone.utc, "UTC-05": timezone(timedelta(hours=-5))}
+    for year in (2025, 2026):
+        for month in range(1, 13):
+            for zone, tz in zones.items():
+                for with_year in (False, True):
+                    yield f"{year}-{month:02d} {zone}{' +year' if with_year else ''}", \
+                        datetime(year, month, 15, 9, 30, tzinfo=tz), with_year
+
+
+def _normal_lines(start: datetime, n: int, with_year: bool) -> list[tuple[str, str]]:
+    logs = SyntheticLogs(seed=7, anomaly_rate=0.0, start_time=start)
+    out = []
+    for entry in logs:
+        out.append((entry.stream, _with_year(entry.line, entry.timestamp.year) if with_year else entry.line))
+        if len(out) == n:
+            return out
+    return out
+
+
+def test_the_same_lines_in_any_month_year_and_time_zone_read_identically():
+    """What the model reads (canonical text, masked) is the same; HDFS task ids such as
+    ``_task_202501150930_0011`` carry a date inside the message, which the number mask covers."""
+    masker = LineMasker()
+    texts = {}
+    for name, start, with_year in _variants():
+        canonicalizer = Canonicalizer()
+        lines = _normal_lines(start, 400, with_year)
+        texts[name] = [masker(canonicalizer.read(stream, line).text) for stream, line in lines]
+        assert len({line for _, line in lines}) > 300  # the raw lines do differ: their stamps
+    reference = texts["2025-01 UTC"]
+    assert len(texts) == 96 and all(t == reference for t in texts.values())
+    raw = [line for _, line in _normal_lines(datetime(2025, 1, 15, 9, 30, tzinfo=timezone.utc), 400, False)]
+    other = [line for _, line in _normal_lines(datetime(2026, 11, 15, 9, 30, tzinfo=timezone.utc), 400, False)]
+    assert sum(a != b for a, b in zip(raw, other)) > 390  # ... and yet every canonical text is the same
+
+
+# --- per-stream detection, fallbacks and pins ----------------------------------------------------
+
+def test_a_stream_keeps_the_format_its_first_lines_voted_for():
+    canonicalizer = Canonicalizer(detect_lines=3)
+    hadoop = (LOGHUB / "Hadoop" / "Hadoop_2k.log").read_text().splitlines()[:3]
+    for line in hadoop:
+        canonicalizer.read("app", line)
+    assert canonicalizer.format_of("app") == "log4j"
+    # a Java stack-trace line fits no format: read whole, never dropped
+    trace = "\tat org.apache.hadoop.ipc.Client.call(Client.java:1475)"
+    read = canonicalizer.read("app", trace)
+    assert read.format == WHOLE and read.text == trace.strip()
+    # a line of another known format in the stream is read by that format
+    assert canonicalizer.read("app", "Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user x").format == "syslog"
+    canonicalizer.forget("app")
+    assert canonicalizer.format_of("app") is None
+
+
+def test_pinned_streams_use_their_format_or_regex():
+    pins = [make_pin(stream="raw-.*", format=WHOLE),
+            make_pin(stream="app", regex=r"^(?P<timestamp>\S+) <(?P<level>\w+)> (?P<message>.*)$")]
+    canonicalizer = Canonicalizer(pins)
+    line = "Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user x"
+    assert canonicalizer.read("raw-1", line).text == line
+    assert canonicalizer.read("other", line).text == "sshd: Invalid user x"
+    assert canonicalizer.read("app", "12:00:01 <warning> disk 91% full").text == "WARN: disk 91% full"
+    assert canonicalizer.read("app", "no header here").format == WHOLE  # not dropped
+
+
+def test_pins_from_the_configuration_fail_early_and_clearly():
+    with pytest.raises(ValueError, match="unknown log format 'sislog'"):
+        FormatPin(format="sislog")
+    with pytest.raises(ValueError, match="named group 'message'"):
+        FormatPin(regex=r"^(?P<timestamp>\S+) (?P<rest>.*)$")
+    with pytest.raises(ValueError, match="exactly one"):
+        FormatPin(stream="x")
+    settings = Settings(parsing={"formats": [{"stream": "web-.*", "format": "apache_error"}]})
+    canonicalizer = settings.parsing.canonicalizer()
+    assert canonicalizer.read("web-1", "[Sun Dec 04 04:47:44 2005] [error] x").format == "apache_error"
+
+
+def test_structured_lines_keep_their_fields_and_survive_hostile_json():
+    canonicalizer = Canonicalizer()
+    read = canonicalizer.read("s", json.dumps({"ts": 1, "level": "error", "msg": "db timeout", "db": "orders",
+                                               "attempt": 3, "tags": ["a"]}))
+    assert read.text == 'ERROR: db timeout db=orders attempt=3 tags=["a"]'
+    deep = "{" * 5000 + "}" * 5000
+    assert canonicalizer.read("s", deep).format == WHOLE  # RecursionError inside json: read as text
+    assert canonicalizer.read("s", '{"no": "message field"}').format != "json"
+    assert canonicalizer.read("s", "level=warn msg=\"queue full\" size=1024").text == "WARN: queue full size=1024"
+
+
+def test_levels_have_one_spelling():
+    assert {normalize_level(x) for x in ("W", "warn", "WARNING", "4")} == {"WARN"}
+    assert normalize_level("E") == normalize_level("err") == normalize_level("SEVERE") == "ERROR"
+    assert normalize_level("FAILURE") == "FAILURE" and normalize_level("-") is None
+
+
+def test_every_format_names_a_message_group():
+    for log_format in FORMATS:
+        assert {"message", "content"} & set(log_format.regex.groupindex), log_format.name
