@@ -64,13 +64,43 @@ class CacheSettings(Section):
         return self
 
 
+class AdaptiveSettings(Section):
+    """How alert thresholds adapt to each source (``logstream.scoring.adaptive``)."""
+
+    enabled: bool = Field(True, description="adapt thresholds per source and template; off: the model card's "
+                          "calibrated thresholds (or scoring.threshold) for every line")
+    source_by: Literal["format", "stream"] = Field("format", description="what a source is: 'format' (streams read in one log format "
+                           "share what they learn) or 'stream' (each stream on its own)")
+    cold_start_lines: int = Field(200, ge=0, description="a new source's first lines only teach; none alerts")
+    history: int = Field(256, ge=8, description="recent normal scores kept per template")
+    min_template_lines: int = Field(20, ge=1, description="normal lines a template needs for its own threshold")
+    quantile: float = Field(0.99, gt=0, lt=1, description="of a template's recent normal scores")
+    margin: float = Field(1.0, ge=0, description="nats above the quantile, at least")
+    iqr_margin: float = Field(3.0, ge=0, description="interquartile ranges above the quantile, if wider")
+    novel_history: int = Field(512, ge=8, description="recent new-template scores kept per source")
+    novel_quantile: float = Field(0.99, gt=0, lt=1, description="of the source's recent new-template scores")
+    feedback_margin: float = Field(3.0, ge=0, description="nats above a marked-normal line before alerting again")
+    similarity: float = Field(0.5, gt=0, le=1, description="drain3 similarity for online template clustering")
+    max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
+    max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
+
+
 class ScoringSettings(Section):
     stream_key: str | None = Field(
         None, description="regex whose first match (or group 1) keys the stream inside a line, e.g. blk_-?\\d+; "
         "default: the Kafka message key")
     threshold: float | None = Field(None, description="override the model's calibrated threshold")
+    adaptive: AdaptiveSettings = AdaptiveSettings()
     warmup_tokens: int = Field(0, ge=0, description="tokens a new stream must see before it may alert at all "
                                "(on top of the calibrated warm-up threshold, which applies from the first line)")
+
+    def adaptive_thresholds(self):
+        """A fresh ``AdaptiveThresholds`` for a scorer, or None when thresholds are fixed."""
+        if not self.adaptive.enabled or self.threshold is not None:
+            return None
+        from .scoring.adaptive import AdaptiveThresholds
+
+        return AdaptiveThresholds(self.adaptive)
 
 
 class FormatPin(Section):

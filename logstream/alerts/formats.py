@@ -57,6 +57,7 @@ def alert_annotations(alert: Alert) -> dict[str, str]:
         "alert_id": alert.alert_id,
         "score": f"{alert.score:.4f}",
         "threshold": f"{alert.threshold:.4f}",
+        "threshold_how": alert.threshold_how,
         "count": alert.count,
         "first_seen": rfc3339(alert.first_seen),
         "last_seen": rfc3339(alert.last_seen),

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from logstream.templates import mask_line
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: threshold_how (how the threshold in force was set)
 
 
 class SurprisingToken(BaseModel):
@@ -68,6 +68,9 @@ class Alert(BaseModel):
     line: str
     score: float
     threshold: float
+    threshold_how: str | None = Field(None, description="how the threshold in force was set: 'template' (the "
+                                      "template's own recent normal scores), 'new template' (the source's recent "
+                                      "new templates), 'marked normal', 'fixed' (calibrated or configured)")
     explanation: Explanation = Field(default_factory=Explanation)
     template: str | None = None
     model_version: str

@@ -35,7 +35,8 @@ def run(args, settings) -> int:
     key_re = re.compile(key_pattern) if key_pattern else None
     scorer = load_scorer(settings.model.path, settings.model.device, settings.model.dtype,
                          settings.cache.engine_config(), threshold=settings.scoring.threshold,
-                         canonicalizer=settings.parsing.canonicalizer(args.format))
+                         canonicalizer=settings.parsing.canonicalizer(args.format),
+                         adaptive=settings.scoring.adaptive_thresholds())
     explainer = Explainer(scorer)
     flagged = total = 0
 

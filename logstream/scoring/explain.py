@@ -59,6 +59,8 @@ class Explainer:
         words = ", ".join(repr(t.text.strip() or t.text) for t in sorted(surprising, key=lambda t: t.logprob)[:3])
         context = "warm stream" if scored.warm else "stream still warming up"
         against = f"over threshold {scored.threshold:.2f}" if scored.threshold is not None else "uncalibrated"
+        if scored.verdict is not None and scored.verdict.note:
+            against += f" [{scored.verdict.note}]"
         summary = f"score {scored.score:.2f} {against} ({context}); most surprising: {words}"
         if template is not None:
             summary += f"; nearest known pattern ({similarity:.0%} similar): {template}"

@@ -15,6 +15,7 @@ import torch
 from ..cache import Chunk, EngineConfig, StreamingEngine
 from ..canonical import CanonicalLine, Canonicalizer, read_whole
 from ..model import LoadedModel, load_model
+from .adaptive import AdaptiveThresholds, Verdict
 from .aggregate import AGGREGATES, all_aggregates
 from .card import Calibration, ModelCard
 from .masking import LineMasker
@@ -33,9 +34,12 @@ class LineScore:
     warm: bool  # the stream had seen at least warmup_tokens tokens before this line
     aggregates: dict[str, float] = field(default_factory=dict)
     canonical: CanonicalLine | None = None  # the line's header fields and message
+    verdict: Verdict | None = None  # the decision, with the threshold in force and how it was set
 
     @property
     def is_anomaly(self) -> bool:
+        if self.verdict is not None:
+            return self.verdict.anomaly
         return self.threshold is not None and self.score > self.threshold
 
 
@@ -43,7 +47,7 @@ class LineScorer:
     def __init__(self, loaded: LoadedModel, card: ModelCard, engine_config: EngineConfig = EngineConfig(),
                  *, use_preamble: bool = True, sink_tokens: list[int] | None = None,
                  threshold: float | None = None, aggregate_name: str | None = None,
-                 canonicalizer: Canonicalizer | None = None):
+                 canonicalizer: Canonicalizer | None = None, adaptive: AdaptiveThresholds | None = None):
         self.loaded, self.card = loaded, card
         self.tokenizer = loaded.tokenizer
         self.masker = LineMasker(tuple(card.masks))
@@ -55,6 +59,8 @@ class LineScorer:
         if self.aggregate_name not in AGGREGATES:
             raise ValueError(f"unknown aggregate {self.aggregate_name!r}; choose one of {', '.join(AGGREGATES)}")
         self.threshold_override = threshold
+        # thresholds that adapt to each source's own normal lines; a fixed override switches them off
+        self.adaptive = adaptive if threshold is None else None
         self.sink_tokens = sink_tokens or self.default_sink(loaded, card if use_preamble else None)
         self.engine = StreamingEngine(loaded.model, self.sink_tokens, engine_config,
                                       model_window=loaded.sliding_window)
@@ -130,7 +136,26 @@ class LineScorer:
                     threshold=warm_threshold if warm else warmup_threshold, warm=warm, aggregates=aggregates,
                     canonical=canonical,
                 )
+        if self.adaptive is not None:
+            self._adapt(out)
         return out
+
+    def source_of(self, stream: str, canonical: CanonicalLine) -> str:
+        """What a line's thresholds are learned over: its stream, or all streams read in its format."""
+        if self.adaptive.config.source_by == "stream":
+            return stream
+        return f"format:{self.canonicalizer.format_of(stream) or canonical.format}"
+
+    def _adapt(self, scored: list[LineScore]) -> None:
+        """Judge each line against its source's recent normal lines, in arrival order, and learn from it."""
+        for line in scored:
+            source = self.source_of(line.stream, line.canonical)
+            line.verdict = self.adaptive.judge(source, line.masked, line.score)
+            line.threshold = line.verdict.threshold
+            if line.verdict.anomaly:
+                self.adaptive.seen(source)
+            else:
+                self.adaptive.learn(source, line.masked, line.score)
 
     def token_texts(self, token_ids: list[int]) -> list[str]:
         return [self.tokenizer.decode([t]) for t in token_ids]

@@ -16,7 +16,8 @@ def format_alert(alert: Alert, update: bool = False) -> str:
         return (f"~ {alert.stream}: the alert of {_time(alert)} now counts {alert.count} lines "
                 f"(last seen {alert.last_seen:%H:%M:%S}Z){position}\n  {alert.line}")
     count = f"  x{alert.count}" if alert.count > 1 else ""
-    score = f"score {alert.score:.2f} > {alert.threshold:.2f}"
+    how = f" ({alert.threshold_how})" if alert.threshold_how else ""
+    score = f"score {alert.score:.2f} > {alert.threshold:.2f}{how}"
     lines = [f"! {_time(alert)}  {alert.stream}  {score}{count}{position}", f"  {alert.line}"]
     if alert.explanation.summary:
         lines.append(f"  {alert.explanation.summary}")

@@ -83,7 +83,8 @@ class ModelWorker:
         self.scorer = load_scorer(model.path, device=model.device, dtype=model.dtype,
                                   engine_config=engine_config, threshold=self.settings.scoring.threshold,
                                   use_preamble=cache.preamble, sink_tokens=cache.sink_tokens,
-                                  canonicalizer=self.settings.parsing.canonicalizer())
+                                  canonicalizer=self.settings.parsing.canonicalizer(),
+                                  adaptive=self.settings.scoring.adaptive_thresholds())
         self.explainer = Explainer(self.scorer)
         warm, warming = self.scorer.thresholds()
         log.info("model %s loaded from %s in %.1f s (thresholds: %s warm, %s warming up)",
@@ -128,6 +129,7 @@ class ModelWorker:
         return Alert(stream=stream, partition=meta.partition, offset=meta.offset,
                      time=meta.time or meta.kafka_time or datetime.now(UTC), line=line, score=result.score,
                      threshold=result.threshold, explanation=explanation,
+                     threshold_how=result.verdict.how if result.verdict is not None else "fixed",
                      template=why.nearest_template if similar else None, model_version=self.scorer.model_version)
 
     def _drop(self, stream_ids: list[str]) -> int:

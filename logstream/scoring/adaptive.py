@@ -1,0 +1,182 @@
+"""Adaptive thresholds: an alert means "rarer than this source's own recent normal lines".
+
+A fixed threshold calibrated once cannot fit every source: a log format the model never saw scores
+high on every line, and one it knows well scores low. So each line is judged against what its own
+source has shown, per template:
+
+* **Templates.** Lines are clustered online by drain3 (on the masked canonical text, one miner per
+  source). A template's recent scores on lines that did not alert (the last ``history``) give its
+  own threshold once it has ``min_template_lines`` of them: their ``quantile`` plus a margin
+  (``margin`` nats, or ``iqr_margin`` interquartile ranges if wider). A line far above what its
+  own template usually scores (an out-of-range value, a corrupted variant) alerts.
+* **New templates.** A line whose template the source has (almost) never shown is judged against
+  the source's recent new-template lines: above their ``novel_quantile`` plus ``margin`` it alerts.
+  A new normal message reads like the source's other new messages; an error usually reads stranger.
+* **Cold start.** A source's first ``cold_start_lines`` lines only teach: none alerts. Before a
+  source has shown anything, there is no "normal" to be rarer than; a fixed threshold there floods
+  on formats the model never saw (every line of a dpkg log, measured) and misses on familiar ones.
+* **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
+  the scores of the lines it was marked on.
+
+Bounded: at most ``max_sources`` sources and ``max_templates`` templates per source (drain3's own
+LRU), fixed-length score histories. ``state()`` / ``load_state()`` round-trip everything as JSON.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
+import numpy as np
+from drain3 import TemplateMiner
+from drain3.template_miner_config import TemplateMinerConfig
+
+from ..config import AdaptiveSettings
+
+COLD = "cold start"
+TEMPLATE = "template"
+NOVEL = "new template"
+FEEDBACK = "marked normal"
+
+
+@dataclass
+class Verdict:
+    """The decision on one line: alert or not, the threshold in force and how it was set."""
+
+    anomaly: bool
+    threshold: float | None
+    how: str  # cold start | template | new template | marked normal | fixed
+    template: str | None = None
+    template_id: int | None = None
+    source: str | None = None
+    note: str = ""  # a readable sentence saying where the threshold came from
+
+    def learnable(self) -> bool:
+        return not self.anomaly
+
+
+@dataclass
+class _Template:
+    scores: deque
+    marked_normal_at: float | None = None  # highest score an operator marked normal
+
+
+@dataclass
+class _Source:
+    miner: TemplateMiner
+    lines: int = 0
+    templates: dict[int, _Template] = field(default_factory=dict)
+    novel: deque = field(default_factory=deque)
+
+
+def _quantiles(values, q: float) -> tuple[float, float]:
+    """(q-quantile, interquartile range) of the values."""
+    array = np.fromiter(values, dtype=np.float64)
+    high, q75, q25 = np.quantile(array, [q, 0.75, 0.25])
+    return float(high), float(q75 - q25)
+
+
+class AdaptiveThresholds:
+    def __init__(self, config: AdaptiveSettings = AdaptiveSettings()):
+        self.config = config
+        self._sources: OrderedDict[str, _Source] = OrderedDict()
+
+    # -- deciding -------------------------------------------------------------------------------
+
+    def judge(self, source: str, masked: str, score: float) -> Verdict:
+        """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal)."""
+        cfg = self.config
+        state = self._source(source)
+        cluster = self._match(state, masked)
+        template = state.templates.get(cluster.cluster_id) if cluster is not None else None
+        name = cluster.get_template() if cluster is not None else None
+        cid = cluster.cluster_id if cluster is not None else None
+        if state.lines < cfg.cold_start_lines:
+            return Verdict(False, None, COLD, name, cid, source,
+                           f"learning source {source!r}: line {state.lines + 1} of its first {cfg.cold_start_lines}")
+        if template is not None and template.marked_normal_at is not None:
+            threshold = template.marked_normal_at + cfg.feedback_margin
+            if len(template.scores) >= cfg.min_template_lines:
+                threshold = max(threshold, self._template_threshold(template))
+            return Verdict(score > threshold, threshold, FEEDBACK, name, cid, source,
+                           f"template marked normal by an operator (score {template.marked_normal_at:.2f}) "
+                           f"+ {cfg.feedback_margin:g}")
+        if template is not None and len(template.scores) >= cfg.min_template_lines:
+            threshold = self._template_threshold(template)
+            return Verdict(score > threshold, threshold, TEMPLATE, name, cid, source,
+                           f"p{100 * cfg.quantile:g} of the template's last {len(template.scores)} normal scores "
+                           f"+ margin")
+        if len(state.novel) >= cfg.min_template_lines:
+            high, iqr = _quantiles(state.novel, cfg.novel_quantile)
+            threshold = high + max(cfg.margin, cfg.iqr_margin * iqr)
+            return Verdict(score > threshold, threshold, NOVEL, name, cid, source,
+                           f"new template: p{100 * cfg.novel_quantile:g} of the source's last {len(state.novel)} "
+                           f"new-template scores + margin")
+        return Verdict(False, None, COLD, name, cid, source, f"learning source {source!r}: too few new templates seen")
+
+    def _template_threshold(self, template: _Template) -> float:
+        high, iqr = _quantiles(template.scores, self.config.quantile)
+        return high + max(self.config.margin, self.config.iqr_margin * iqr)
+
+    # -- learning -------------------------------------------------------------------------------
+
+    def learn(self, source: str, masked: str, score: float) -> None:
+        """Take a line that did not alert as normal: its template's and its source's histories grow."""
+        state = self._source(source)
+        state.lines += 1
+        cluster_id, known = self._cluster(state, masked)
+        template = state.templates.get(cluster_id)
+        if template is None or len(template.scores) < self.config.min_template_lines:
+            self._push(state.novel, score, self.config.novel_history)
+        if template is None:
+            template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
+        template.scores.append(score)
+
+    def seen(self, source: str) -> None:
+        """Count a line that alerted (it is not learned from, but the source has shown one more line)."""
+        self._source(source).lines += 1
+
+    def mark_normal(self, source: str, masked: str, score: float) -> None:
+        """An operator says lines like this are normal: its template alerts again only far above."""
+        state = self._source(source)
+        cluster_id, _ = self._cluster(state, masked)
+        template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
+        template.marked_normal_at = max(score, template.marked_normal_at or score)
+        template.scores.append(score)
+
+    @staticmethod
+    def _match(state: _Source, masked: str):
+        """The cluster this line would join (drain3's tree search at its similarity, changing nothing)."""
+        drain = state.miner.drain
+        return drain.tree_search(drain.root_node, drain.get_content_as_tokens(masked), drain.sim_th, True)
+
+    def _cluster(self, state: _Source, masked: str) -> tuple[int, bool]:
+        result = state.miner.add_log_message(masked)
+        if len(state.templates) > self.config.max_templates:  # drain3 forgot its least recent clusters
+            alive = {c.cluster_id for c in state.miner.drain.clusters}
+            state.templates = {k: v for k, v in state.templates.items() if k in alive}
+        return result["cluster_id"], result["change_type"] == "none"
+
+    @staticmethod
+    def _push(values: deque, value: float, limit: int) -> None:
+        values.append(value)
+        while len(values) > limit:
+            values.popleft()
+
+    def _source(self, source: str) -> _Source:
+        state = self._sources.get(source)
+        if state is None:
+            config = TemplateMinerConfig()
+            config.drain_sim_th = self.config.similarity
+            config.drain_max_clusters = self.config.max_templates
+            config.profiling_enabled = False
+            state = self._sources[source] = _Source(TemplateMiner(config=config))
+            if len(self._sources) > self.config.max_sources:
+                self._sources.popitem(last=False)
+        else:
+            self._sources.move_to_end(source)
+        return state
+
+    def sources(self) -> dict[str, int]:
+        """Lines seen per source."""
+        return {name: state.lines for name, state in self._sources.items()}

@@ -1,0 +1,88 @@
+"""Adaptive thresholds: per source and template, from the source's own recent normal lines."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from logstream.config import AdaptiveSettings
+from logstream.scoring.adaptive import COLD, FEEDBACK, NOVEL, TEMPLATE, AdaptiveThresholds
+
+CONFIG = AdaptiveSettings(cold_start_lines=50, min_template_lines=10, history=64, margin=1.0, iqr_margin=3.0)
+USERS = ("alice", "bob", "carol", "dave")
+
+
+def feed(adaptive: AdaptiveThresholds, source: str, n: int, seed: int = 0) -> None:
+    """n normal lines of two templates with scores around 2 (common) and 4 (rarer), all learned."""
+    rng = random.Random(seed)
+    for i in range(n):
+        if i % 5:
+            line, score = f"session opened for user {rng.choice(USERS)} by (uid=<N1>)", rng.gauss(2.0, 0.1)
+        else:
+            line, score = f"connection from <IP> port <N5> on {rng.choice(USERS)}", rng.gauss(4.0, 0.2)
+        verdict = adaptive.judge(source, line, score)
+        assert not verdict.anomaly
+        adaptive.learn(source, line, score)
+
+
+def test_a_new_source_only_learns_at_first():
+    adaptive = AdaptiveThresholds(CONFIG)
+    for i in range(CONFIG.cold_start_lines):
+        verdict = adaptive.judge("src", f"anything at all {i}", 50.0)
+        assert not verdict.anomaly and verdict.how == COLD and verdict.threshold is None
+        adaptive.learn("src", f"anything at all {i}", 3.0)
+    assert adaptive.sources() == {"src": CONFIG.cold_start_lines}
+
+
+def test_a_known_template_alerts_only_far_above_its_own_scores():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    usual = adaptive.judge("src", "session opened for user bob by (uid=<N1>)", 2.2)
+    odd = adaptive.judge("src", "session opened for user bob by (uid=<N1>)", 4.5)
+    assert usual.how == odd.how == TEMPLATE and not usual.anomaly and odd.anomaly
+    assert 2.0 < odd.threshold < 4.5 and "template" in odd.note
+    # the rarer template's scores sit near 4: 4.5 is normal for it
+    assert not adaptive.judge("src", "connection from <IP> port <N5> on bob", 4.5).anomaly
+
+
+def test_a_new_template_is_judged_against_the_sources_new_templates():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    novel = adaptive.judge("src", "kernel: Out of memory: Kill process <N4> (java)", 30.0)
+    assert novel.how == NOVEL and novel.anomaly
+    plain = adaptive.judge("src", "kernel: Out of memory: Kill process <N4> (java)", 2.5)
+    assert not plain.anomaly
+
+
+def test_sources_learn_apart():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "a", 300)
+    assert adaptive.judge("b", "session opened for user bob by (uid=<N1>)", 40.0).how == COLD
+
+
+def test_marked_normal_stops_similar_lines_but_not_other_errors():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    noisy = "backup job <N3> finished with warnings on volume {}"
+    assert adaptive.judge("src", noisy.format("home"), 12.0).anomaly
+    adaptive.mark_normal("src", noisy.format("home"), 12.0)
+    verdict = adaptive.judge("src", noisy.format("data"), 12.5)
+    assert verdict.how == FEEDBACK and not verdict.anomaly
+    assert adaptive.judge("src", "disk /dev/sda failed: I/O error", 30.0).anomaly
+
+
+def test_memory_is_bounded():
+    adaptive = AdaptiveThresholds(AdaptiveSettings(max_sources=3, history=16, novel_history=16))
+    for source in range(10):
+        for i in range(40):
+            adaptive.learn(f"s{source}", f"line {i % 3} text", float(i))
+    assert len(adaptive.sources()) == 3
+    state = adaptive._sources["s9"]
+    assert len(state.novel) <= 16 and all(len(t.scores) <= 16 for t in state.templates.values())
+
+
+@pytest.mark.parametrize("bad", [{"quantile": 1.5}, {"source_by": "host"}, {"history": 2}])
+def test_settings_are_checked(bad):
+    with pytest.raises(ValueError):
+        AdaptiveSettings(**bad)
