@@ -52,3 +52,17 @@ def test_first_lines_of_a_stream_use_the_warm_up_threshold(scorer):
     first = scorer.score([("fresh-stream", "Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user webmaster from 1.2.3.4")])[0]
     assert first.stream_position == 0 and not first.warm
     assert first.threshold == card.calibration.warmup_threshold
+
+
+def test_the_same_normal_lines_score_the_same_in_every_month_year_and_time_zone(scorer):
+    """The shipped model reads canonical text: the calendar cannot move a score (it flagged lines by
+    their month when it read whole lines)."""
+    from test_canonical import _normal_lines, _variants
+
+    reference = None
+    for name, start, with_year in _variants():
+        lines = _normal_lines(start, 48, with_year)
+        scores = [s.score for s in scorer.score([(f"{name}/{stream}", line) for stream, line in lines])]
+        if reference is None:
+            reference = scores
+        assert scores == pytest.approx(reference, abs=1e-5), name

@@ -154,7 +154,41 @@ class LanguageModelDetector:
         return self._margins(*self._raw(self.shared.scores(self.mode, entries)))
 
 
-def lm_detectors(spec, settings, args) -> list[LanguageModelDetector]:
+COLD_MARGIN = -1e6  # a line no threshold was in force for (a source's cold start) ranks below every other
+
+
+class LiveDetector:
+    """``lm-live``: the service's own decision, thresholds adapting online (``scoring.adaptive``).
+
+    The scorer first reads the split's normal training and calibration lines in order, as the service
+    would have before the test part (windows and adaptive thresholds warm), then the test part in
+    order, still adapting: it learns from every test line it does not alert on, as the service does,
+    never from a label. A line's score is its margin over the threshold in force, so the harness's
+    threshold of 0 alerts exactly where the service alerts; best F1 and the curves rank the margins.
+    """
+
+    def __init__(self, shared: SplitModel, adaptive_settings):
+        self.shared, self.adaptive_settings = shared, adaptive_settings
+        self.name = "lm-live"
+        self.threshold = 0.0
+        self._history: list[LogEntry] = []
+
+    def fit(self, train: list[LogEntry], calibration: list[LogEntry], target_false_alert_rate: float) -> None:
+        self.shared.ensure_trained(train, calibration, target_false_alert_rate)
+        self._history = sorted(train + calibration, key=lambda e: e.index)
+
+    def score(self, entries: list[LogEntry]) -> np.ndarray:
+        from ..scoring.adaptive import AdaptiveThresholds
+
+        scorer = self.shared._scorer("stream")
+        scorer.adaptive = AdaptiveThresholds(self.adaptive_settings)
+        score_entries(scorer, "live (history)", self._history)
+        scored = score_entries(scorer, "live", entries)
+        return np.array([COLD_MARGIN + s.score if s.threshold is None else s.score - s.threshold for s in scored],
+                        dtype=np.float64)
+
+
+def lm_detectors(spec, settings, args) -> list:
     """The LM detectors of one split, sharing one trained model."""
     model = getattr(args, "model", None)
     shared = SplitModel(train_steps=getattr(args, "lm_steps", None) or 300,
@@ -163,4 +197,8 @@ def lm_detectors(spec, settings, args) -> list[LanguageModelDetector]:
     aggregates = getattr(args, "lm_aggregates", None) or list(AGGREGATES)
     detectors = [LanguageModelDetector(shared, "stream", agg) for agg in aggregates]
     detectors += [LanguageModelDetector(shared, mode, "mean") for mode in ("no-context", "window-no-sink")]
+    if settings is None or settings.scoring.adaptive.enabled:
+        from ..config import AdaptiveSettings
+
+        detectors.insert(0, LiveDetector(shared, settings.scoring.adaptive if settings else AdaptiveSettings()))
     return detectors
