@@ -146,6 +146,8 @@ class KafkaSettings(Section):
     input_topic: str = "logstream-lines"
     alerts_topic: str = "logstream-alerts"
     dead_letter_topic: str = "logstream-dead-letter"
+    feedback_topic: str = Field("logstream-feedback", description="operator feedback (alerts marked normal); "
+                                "every worker reads all of it, from the beginning, at start")
     scores_topic: str | None = Field(None, description="if set, the worker publishes every score here "
                                      "(JSON, keyed by stream): tallies, benchmarks, debugging")
     partitions: int = Field(4, ge=1)
@@ -182,7 +184,8 @@ class AlertSettings(Section):
 
 
 class MetricsSettings(Section):
-    port: int | None = Field(9464, description="Prometheus endpoint port; none disables it")
+    port: int | None = Field(9464, description="port of /metrics, /healthz, /readyz and /feedback; none disables it")
+    host: str = Field("0.0.0.0", description="address the endpoint binds (127.0.0.1: this machine only)")
 
 
 class WorkerSettings(Section):

@@ -50,6 +50,7 @@ class Scenario:
     workdir: Path
     settings: dict[str, str] = field(default_factory=dict)  # extra LOGSTREAM_ variables
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+    metrics_port: int = field(default_factory=free_port)  # the worker's /metrics, /readyz, /feedback
 
     @property
     def input_topic(self) -> str:
@@ -68,16 +69,21 @@ class Scenario:
         return f"scores-{self.tag}"
 
     @property
+    def feedback_topic(self) -> str:
+        return f"feedback-{self.tag}"
+
+    @property
     def kafka(self) -> KafkaSettings:
         return KafkaSettings(bootstrap_servers=self.bootstrap, input_topic=self.input_topic,
                              alerts_topic=self.alerts_topic, dead_letter_topic=self.dead_letter_topic,
-                             scores_topic=self.scores_topic, partitions=PARTITIONS,
+                             scores_topic=self.scores_topic, feedback_topic=self.feedback_topic,
+                             partitions=PARTITIONS,
                              consumer_group=f"group-{self.tag}")
 
     def create_topics(self) -> None:
         kafka = self.kafka
         asyncio.run(ensure_topics(kafka, [kafka.input_topic, kafka.alerts_topic, kafka.dead_letter_topic,
-                                          kafka.scores_topic]))
+                                          kafka.scores_topic, kafka.feedback_topic]))
 
     def env(self) -> dict[str, str]:
         kafka = self.kafka
@@ -86,12 +92,13 @@ class Scenario:
             "LOGSTREAM_KAFKA__ALERTS_TOPIC": kafka.alerts_topic,
             "LOGSTREAM_KAFKA__DEAD_LETTER_TOPIC": kafka.dead_letter_topic,
             "LOGSTREAM_KAFKA__SCORES_TOPIC": kafka.scores_topic,
+            "LOGSTREAM_KAFKA__FEEDBACK_TOPIC": kafka.feedback_topic,
             "LOGSTREAM_KAFKA__CONSUMER_GROUP": kafka.consumer_group,
             "LOGSTREAM_KAFKA__PARTITIONS": str(PARTITIONS),
             "LOGSTREAM_MODEL__THREADS": "1",  # the test machine is small and shared
             "LOGSTREAM_WORKER__SESSION_TIMEOUT_S": "6",  # the bundled broker joins groups in half of it
             "LOGSTREAM_WORKER__DATA_DIR": str(self.workdir / f"faust-{self.tag}"),
-            "LOGSTREAM_METRICS__PORT": str(free_port()),
+            "LOGSTREAM_METRICS__PORT": str(self.metrics_port),
             **self.settings,
         }
 

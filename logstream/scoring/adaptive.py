@@ -126,7 +126,10 @@ class AdaptiveThresholds:
         state.lines += 1
         cluster_id, known = self._cluster(state, masked)
         template = state.templates.get(cluster_id)
-        if template is None or len(template.scores) < self.config.min_template_lines:
+        # a template an operator marked normal teaches its own history only: its lines scored high
+        # enough to alert once, and would lift the bar for every other new template of the source
+        marked = template is not None and template.marked_normal_at is not None
+        if not marked and (template is None or len(template.scores) < self.config.min_template_lines):
             self._push(state.novel, score, self.config.novel_history)
         if template is None:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))

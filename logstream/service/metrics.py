@@ -45,3 +45,7 @@ CONSUMER_LAG = Gauge("logstream_consumer_lag_messages", "input messages not yet 
 TAILER_LINES = Counter("logstream_tailer_lines_total", "lines the tailer handed to Kafka", registry=REGISTRY)
 TAILER_TRUNCATED = Counter("logstream_tailer_truncated_lines_total", "lines cut at the length cap",
                            registry=REGISTRY)
+FEEDBACK_APPLIED = Counter("logstream_feedback_applied_total", "alerts marked normal by an operator, applied",
+                           registry=REGISTRY)
+FEEDBACK_INVALID = Counter("logstream_feedback_invalid_total", "feedback records that could not be applied",
+                           registry=REGISTRY)

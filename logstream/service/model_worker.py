@@ -157,6 +157,11 @@ class ModelWorker:
             return []
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._score, entries)
 
+    async def mark_normal(self, stream: str, line: str, score: float) -> bool:
+        """Apply an operator's "this was normal" to the adaptive thresholds (on the model thread)."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self.scorer.mark_normal, stream,
+                                                                line, score)
+
     async def drop_streams(self, stream_ids: list[str]) -> int:
         """Forget these streams' windows (their partitions moved away); returns how many were known."""
         if not stream_ids:

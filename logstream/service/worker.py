@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import tempfile
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -39,7 +41,8 @@ from ..alerts import Alert, AlertGrouper, build_sinks
 from ..alerts.sinks import HttpSink
 from ..config import Settings
 from .envelope import EnvelopeError, LogEnvelope, decode_entry
-from .metrics import CONSUMER_LAG, DEAD_LETTERS, REGISTRY
+from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
+from .metrics import CONSUMER_LAG, DEAD_LETTERS, FEEDBACK_APPLIED, FEEDBACK_INVALID
 from .model_worker import EntryMeta, ModelWorker, Scored
 from .records import DeadLetterKind, DeadLetterRecord
 from .streams import StreamRouter
@@ -48,6 +51,7 @@ from .topics import ensure_topics, unreachable
 log = logging.getLogger("logstream.worker")
 
 AGENT_NAME = "logstream-score"
+RECENT_ALERTS = 10_000  # alerts kept in memory so HTTP feedback needs no search of the alerts topic
 
 
 class PublishFailed(RuntimeError):
@@ -60,7 +64,7 @@ def broker_urls(bootstrap_servers: str) -> list[str]:
 
 def topic_names(settings: Settings) -> list[str]:
     kafka = settings.kafka
-    names = [kafka.input_topic, kafka.alerts_topic, kafka.dead_letter_topic]
+    names = [kafka.input_topic, kafka.alerts_topic, kafka.dead_letter_topic, kafka.feedback_topic]
     return names + [kafka.scores_topic] if kafka.scores_topic else names
 
 
@@ -117,6 +121,8 @@ class BatchProcessor:
         self.sinks: list[HttpSink] = build_sinks(settings.alerts, dead_letter=self.dead_letter_alert)
         self._sinks_started = False
         self._revoked: set[tuple[str, int]] = set()  # revoked, not yet known to be gone for good
+        self.assigned_once = False  # the consumer group has been joined (readiness)
+        self.recent_alerts: OrderedDict[str, Alert] = OrderedDict()  # alert id -> alert, for feedback
 
     async def start(self) -> None:
         if not self._sinks_started:
@@ -166,6 +172,10 @@ class BatchProcessor:
     async def _publish_alerts(self, alerts: list[Alert]) -> list[asyncio.Future]:
         pending = []
         for alert in alerts:
+            self.recent_alerts[alert.alert_id] = alert
+            self.recent_alerts.move_to_end(alert.alert_id)
+            if len(self.recent_alerts) > RECENT_ALERTS:
+                self.recent_alerts.popitem(last=False)
             pending.append(await self.alerts_topic.send(key=alert.stream.encode(), value=alert.to_bytes()))
             for sink in self.sinks:
                 if not sink.submit_nowait(alert):  # a slow receiver must not hold up scoring
@@ -201,6 +211,35 @@ class BatchProcessor:
             raise PublishFailed(f"Kafka did not acknowledge {len(failures)} of {len(pending)} records: "
                                 f"{failures[0]!r}")
 
+    # -- operator feedback ------------------------------------------------------------------------
+
+    async def submit_feedback(self, record: FeedbackRecord) -> FeedbackRecord:
+        """Publish feedback (from the HTTP API) to the feedback topic; every worker then applies it."""
+        alert = self.recent_alerts.get(record.alert_id)
+        if alert is not None and not record.complete:
+            record = record.with_alert(alert)
+        return await send_feedback(self.settings.kafka, record)
+
+    async def apply_feedback(self, value: bytes | None) -> bool:
+        """Apply one record of the feedback topic to the scorer's thresholds; False if unusable."""
+        try:
+            record = FeedbackRecord.model_validate_json(value or b"")
+            alert = self.recent_alerts.get(record.alert_id)
+            record = record.with_alert(alert) if alert is not None and not record.complete else record
+            record = await resolve(self.settings.kafka, record)
+        except (ValueError, FeedbackError) as exc:  # pydantic's ValidationError is a ValueError
+            FEEDBACK_INVALID.inc()
+            log.warning("ignoring a feedback record that cannot be applied: %s", exc)
+            return False
+        if await self.model.mark_normal(record.stream, record.line, record.score):
+            FEEDBACK_APPLIED.inc()
+            log.info("alert %s marked normal (stream %s): lines like %r stop alerting", record.alert_id,
+                     record.stream, record.line[:120])
+            return True
+        log.warning("feedback for alert %s not applied: thresholds are fixed (scoring.threshold or "
+                    "scoring.adaptive.enabled false)", record.alert_id)
+        return False
+
     # -- timers and rebalances ----------------------------------------------------------------
 
     async def flush_groups(self, force: bool = False) -> int:
@@ -217,6 +256,7 @@ class BatchProcessor:
         self._revoked |= {(tp.topic, tp.partition) for tp in revoked}
 
     async def partitions_assigned(self, assigned: set[TP]) -> None:
+        self.assigned_once = True
         kept = {(tp.topic, tp.partition) for tp in assigned}
         gone_partitions, self._revoked = self._revoked - kept, set()
         gone = self.router.revoke(gone_partitions)
@@ -261,8 +301,10 @@ async def update_consumer_lag(app: faust.App, input_topic: str) -> int | None:
     return lag
 
 
-def build_app(settings: Settings, model: ModelWorker | None = None) -> faust.App:
-    """The Faust app of the worker (the model is loaded now unless given)."""
+def build_app(settings: Settings, model: ModelWorker | None = None, http_socket: socket.socket | None = None
+              ) -> faust.App:
+    """The Faust app of the worker (the model is loaded now unless given); ``http_socket``: a bound
+    socket to serve metrics, health and feedback on (``http_api.bind``)."""
     kafka, worker = settings.kafka, settings.worker
     if not kafka.bootstrap_servers:
         raise unreachable(None)
@@ -314,6 +356,30 @@ def build_app(settings: Settings, model: ModelWorker | None = None) -> faust.App
     async def start_sinks():
         await processor.start()
 
+    @app.task
+    async def serve_http():
+        if http_socket is not None:
+            from .http_api import build_http_app, serve
+
+            await serve(build_http_app(lambda: processor.assigned_once, processor.submit_feedback), http_socket)
+
+    @app.task
+    async def follow_feedback():
+        """Every record of the feedback topic, from its beginning: marks survive restarts."""
+        from .follow import TopicFollower
+
+        while True:
+            try:
+                async with TopicFollower(kafka, [kafka.feedback_topic], from_beginning=True) as follower:
+                    while True:
+                        for record in await follower.poll(1.0):
+                            await processor.apply_feedback(record.value)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the broker went away: scoring goes on, feedback resumes from the start
+                log.exception("following the feedback topic failed; retrying in 5 s")
+                await asyncio.sleep(5)
+
     @app.timer(worker.alert_flush_interval_s, name="logstream-alert-flush")
     async def flush_alert_groups():
         try:
@@ -343,28 +409,16 @@ def build_app(settings: Settings, model: ModelWorker | None = None) -> faust.App
     return app
 
 
-def start_metrics_endpoint(port: int | None) -> None:
-    if port is None:
-        return
-    from prometheus_client import start_http_server
-
-    try:
-        start_http_server(port, registry=REGISTRY)
-    except OSError as exc:
-        raise OSError(f"cannot serve metrics on port {port} ({exc}): set metrics.port "
-                      "(LOGSTREAM_METRICS__PORT) to a free port, or to null in the config file to disable "
-                      "the endpoint") from None
-    log.info("metrics on http://0.0.0.0:%d/metrics", port)
-
-
 def run_worker(settings: Settings, loglevel: str = "info") -> int:
     """Create the topics, load the model, serve metrics and run the Faust worker until a signal."""
     # Faust runs on the thread's current loop: make one, and create the topics on it first
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     loop.run_until_complete(ensure_topics(settings.kafka, topic_names(settings)))
-    app = build_app(settings)
-    start_metrics_endpoint(settings.metrics.port)
+    from .http_api import bind
+
+    http_socket = bind(settings.metrics.host, settings.metrics.port) if settings.metrics.port is not None else None
+    app = build_app(settings, http_socket=http_socket)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     try:
         worker.execute_from_commandline()

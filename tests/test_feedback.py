@@ -1,0 +1,116 @@
+"""Operator feedback against a real broker and real worker processes: a false alert marked normal
+stops recurring (the same and similar lines), an error of the same stream still alerts, and the mark
+survives a worker restart. Marks arrive by the CLI (`logstream feedback`) and by the worker's HTTP
+endpoint with an Alertmanager webhook payload."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import urllib.request
+
+import pytest
+
+from logstream.cli import main
+from logstream.service.broker import EmbeddedBroker
+from logstream.synth import SyntheticLogs
+from service_helpers import KafkaProducer, Scenario, TopicReader, model_dir_or_skip
+
+pytestmark = pytest.mark.slow
+
+# Thresholds adapt to the stream; a short cold start keeps the test short.
+ADAPTIVE = {"LOGSTREAM_SCORING__ADAPTIVE__COLD_START_LINES": "60", "LOGSTREAM_ALERTS__GROUP_WINDOW_S": "0"}
+SLOW = "081109 2140{:02d} 2561 WARN dfs.DataNode$PacketResponder: Slow BlockReceiver write packet to mirror took {}ms"
+FULL = "081109 2141{:02d} 19 ERROR dfs.DataNode: java.io.IOException: No space left on device"
+MOUNT = "081109 2142{:02d} 19 INFO dfs.DataNode: Remounted volume /data/{} read-only for scrubbing"
+
+
+def hdfs_lines(n: int, seed: int) -> list[str]:
+    return [e.line for e in itertools.islice(SyntheticLogs(seed=seed, anomaly_rate=0.0, services={"hdfs": 1}), n)]
+
+
+def send(bootstrap: str, topic: str, lines: list[str], stream: bytes = b"dn-1") -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        for line in lines:
+            producer.send(topic, key=stream, value=line.encode())
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def marks_applied(port: int) -> float:
+    """The worker's logstream_feedback_applied_total (0 while its endpoint is not up yet)."""
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    except OSError:
+        return 0.0
+    found = re.search(r"^logstream_feedback_applied_total (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def alerts_for(reader: TopicReader, topic: str, needle: str) -> list[dict]:
+    return [a for a in reader.values(topic) if needle in a["line"]]
+
+
+def test_marked_normal_stops_similar_alerts_keeps_errors_and_survives_a_restart(tmp_path, monkeypatch):
+    model_dir_or_skip()
+    with EmbeddedBroker() as broker:
+        scenario = Scenario(broker.bootstrap_servers, tmp_path, settings=ADAPTIVE)
+        scenario.create_topics()
+        kafka = scenario.kafka
+        reader = TopicReader(broker.bootstrap_servers, [kafka.alerts_topic, kafka.scores_topic])
+        worker = scenario.worker("first")
+        try:
+            send(broker.bootstrap_servers, kafka.input_topic, hdfs_lines(150, seed=1) + [SLOW.format(1, 4512)])
+            reader.wait_for(lambda: alerts_for(reader, kafka.alerts_topic, "took 4512ms"), "the first alert",
+                            workers=[worker])
+            false_alert = alerts_for(reader, kafka.alerts_topic, "took 4512ms")[0]
+            assert false_alert["threshold_how"] == "new template"
+
+            # the CLI marks it normal (it finds the alert on the alerts topic itself)
+            for name, value in scenario.env().items():
+                monkeypatch.setenv(name, value)
+            assert main(["feedback", false_alert["alert_id"], "normal", "--bootstrap-servers",
+                         broker.bootstrap_servers]) == 0
+            reader.wait_for(lambda: marks_applied(scenario.metrics_port) >= 1, "the mark to be applied",
+                            workers=[worker])
+
+            scored_before = len(reader.values(kafka.scores_topic))
+            send(broker.bootstrap_servers, kafka.input_topic,
+                 hdfs_lines(40, seed=2) + [SLOW.format(2, 3120), FULL.format(1), MOUNT.format(1, "disk1")])
+            reader.wait_for(lambda: len(reader.values(kafka.scores_topic)) >= scored_before + 43,
+                            "the lines after the mark to be scored", workers=[worker])
+            assert not alerts_for(reader, kafka.alerts_topic, "took 3120ms")  # similar line: quiet now
+            assert alerts_for(reader, kafka.alerts_topic, "No space left")     # an error still alerts
+
+            # a second false alert, marked through the worker's HTTP endpoint with an Alertmanager payload
+            mount = alerts_for(reader, kafka.alerts_topic, "Remounted volume /data/disk1")
+            assert mount, "the remount line was expected to alert before it is marked"
+            body = json.dumps({"version": "4", "status": "firing", "alerts": [
+                {"labels": {"alertname": "LogAnomaly"}, "annotations": {"alert_id": mount[0]["alert_id"]}}]})
+            request = urllib.request.Request(f"http://127.0.0.1:{scenario.metrics_port}/feedback", data=body.encode(),
+                                             headers={"Content-Type": "application/json"}, method="POST")
+            with urllib.request.urlopen(request, timeout=30) as response:
+                assert response.status == 202
+                assert json.loads(response.read())["marked"][0]["alert_id"] == mount[0]["alert_id"]
+        finally:
+            worker.stop()
+
+        # a fresh worker reads the feedback topic from the beginning: both marks hold
+        restarted = scenario.worker("restarted")
+        try:
+            reader.wait_for(lambda: marks_applied(scenario.metrics_port) >= 2, "both marks to be re-applied",
+                            workers=[restarted])
+            scored_before = len(reader.values(kafka.scores_topic))
+            send(broker.bootstrap_servers, kafka.input_topic,
+                 hdfs_lines(150, seed=3) + [SLOW.format(3, 2890), MOUNT.format(2, "disk7"), FULL.format(2)])
+            reader.wait_for(lambda: len(reader.values(kafka.scores_topic)) >= scored_before + 153,
+                            "the lines after the restart to be scored", workers=[restarted])
+            assert not alerts_for(reader, kafka.alerts_topic, "took 2890ms")
+            assert not alerts_for(reader, kafka.alerts_topic, "/data/disk7")
+            assert len(alerts_for(reader, kafka.alerts_topic, "No space left")) == 2
+        finally:
+            restarted.stop()
+            reader.close()
