@@ -393,8 +393,9 @@ class NginxSite:
     """nginx (master + 2 workers as www-data) in front of a python API upstream."""
 
     def __init__(self, services: Services, work: str, rng: random.Random, nginx: str,
-                 access_log: str, error_log: str, stderr_for=None):
+                 access_log: str, error_log: str, stderr_for=None, default_error_log: str = "stderr"):
         self.sv, self.work, self.rng, self.nginx = services, work, rng, nginx
+        self.default_error_log = default_error_log  # nginx -e: startup messages (and a copy of syslog ones)
         self.access_log, self.error_log = access_log, error_log
         # stderr_for(name) -> file object/fd for a child's stdout+stderr
         self.stderr_for = stderr_for or (lambda name: open(os.path.join(work, f"{name}.stderr"), "ab"))
@@ -427,7 +428,7 @@ class NginxSite:
         self.start_api()
         err = self.stderr_for("nginx")
         self.master = self.sv.start("nginx", [self.nginx, "-p", self.work, "-c", os.path.join(self.work, "nginx.conf"),
-                                              "-e", "stderr", "-g", "daemon off;"], stdout=err, stderr=err)
+                                              "-e", self.default_error_log, "-g", "daemon off;"], stdout=err, stderr=err)
         wait_port(self.port)
 
     def start_api(self) -> None:
@@ -593,8 +594,8 @@ class NginxSite:
                     return got
 
     # -- breakage --------------------------------------------------------------
-    def break_all(self, col: Collector) -> None:
-        """Each phase breaks one thing, sends the traffic that hits it, and repairs it."""
+    def break_all(self, col: Collector, n: int = 20) -> None:
+        """Each phase breaks one thing, sends ~n requests that hit it, and repairs it."""
         rng, html = self.rng, os.path.join(self.work, "html")
         api_reqs = lambda k: [self.api_call() for _ in range(k)]
         one = lambda req, ua=None: self.request(rng.choice(self.visitors)[0], [req], ua or rng.choice(BROWSERS))
@@ -605,7 +606,7 @@ class NginxSite:
             for v in victims:
                 os.chmod(html + v, 0)
             os.chmod(html + "/static/img/products", 0o700)
-            for _ in range(20):
+            for _ in range(n):
                 page = rng.choice(victims + [f"/static/img/products/{rng.choice(self.site['slugs'])}.jpg"])
                 one(("GET", page, {"Referer": f"http://{HOST}/products/"}, None))
             for v in victims:
@@ -614,19 +615,19 @@ class NginxSite:
 
         with col.phase("upstream_down"):  # the API process dies
             self.sv.stop("api", signal.SIGKILL)
-            for req in api_reqs(20):
+            for req in api_reqs(n):
                 one(req, rng.choice(APP_UAS))
             self.start_api()
 
         with col.phase("upstream_hang"):  # the API process is frozen (SIGSTOP)
             self.api.send_signal(signal.SIGSTOP)
-            many(api_reqs(20))
+            many(api_reqs(n))
             self.api.send_signal(signal.SIGCONT)
 
         with col.phase("upstream_crash"):  # the API is killed while answering slow reports
             t = threading.Timer(0.25, lambda: self.api.send_signal(signal.SIGKILL))
             t.start()
-            many([("GET", "/api/report", {"Accept": "application/json"}, None)] * 20)
+            many([("GET", "/api/report", {"Accept": "application/json"}, None)] * n)
             self.api.wait()
             self.start_api()
 
@@ -635,7 +636,7 @@ class NginxSite:
             good = open(path).read()
             with open(path, "w") as f:
                 f.write(good[: len(good) // 2])
-            for _ in range(20):
+            for _ in range(n):
                 one(rng.choice([("GET", f"/api/products?category={rng.choice(CATEGORIES)}", {}, None),
                                 ("GET", f"/api/products/{rng.randint(1, 200)}", {}, None),
                                 ("GET", f"/api/search?q={rng.choice(SEARCH_TERMS)}", {}, None)]), rng.choice(APP_UAS))
@@ -643,25 +644,25 @@ class NginxSite:
                 f.write(good)
 
         with col.phase("body_too_large"):  # uploads above client_max_body_size
-            for _ in range(20):
+            for _ in range(n):
                 body = rng.randbytes(rng.randint(1_100_000, 3_000_000))
                 one(("POST", "/api/uploads", {"Content-Type": "image/jpeg"}, body), rng.choice(APP_UAS))
 
         with col.phase("header_too_large"):  # a cookie that grew past large_client_header_buffers
-            for _ in range(20):
+            for _ in range(max(5, n // 2)):  # long lines: fewer of them
                 cookie = "; ".join(f"_ga_{rng.randrange(16 ** 8):08X}=GS1.1.{rng.randrange(10 ** 10)}.{rng.randint(1, 9)}.1"
                                    f".{rng.randrange(10 ** 10)}.60.0.0" for _ in range(rng.randint(190, 260)))
                 one(("GET", self.random_page(), {"Cookie": cookie}, None))
 
         with col.phase("uri_too_long"):  # a client looping on redirects that append query parameters
-            for _ in range(8):
+            for _ in range(max(5, n // 3)):
                 q = "&".join(f"utm_source=newsletter&ref={rng.randrange(10 ** 12)}" for _ in range(rng.randint(225, 260)))
                 one(("GET", f"/search.html?q={rng.choice(SEARCH_TERMS)}&{q}", {}, None))
 
         with col.phase("tls_on_http_port"):  # clients speaking HTTPS to the plain HTTP port
             ctx = ssl.create_default_context()
             ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-            for _ in range(20):
+            for _ in range(n):
                 with socket.create_connection(("127.0.0.1", self.port), 5,
                                               source_address=(rng.choice(self.visitors)[0], 0)) as raw:
                     with contextlib.suppress(OSError):
@@ -1417,6 +1418,7 @@ def journald_child(result_path: str, lines: int, seed: int) -> None:
     journalctl = need("journalctl", "systemd")
     nginx = need("/usr/sbin/nginx", "nginx")
     with tempfile.TemporaryDirectory(prefix="onb-journal-") as work:
+        os.chmod(work, 0o755)  # nginx workers (www-data) must traverse it
         for d in ("/run/systemd/journal", "/run/log/journal", "/var/log/journal"):
             if os.path.isdir(d):
                 subprocess.run(["mount", "-t", "tmpfs", "tmpfs", d], check=True)
@@ -1436,8 +1438,8 @@ def journald_child(result_path: str, lines: int, seed: int) -> None:
                 time.sleep(0.1)
             time.sleep(0.5)
             sock = "unix:/run/systemd/journal/dev-log"
-            site = NginxSite(sv, site_dir, rng, nginx, "off", f"syslog:server={sock},tag=nginx",
-                             stderr_for=journal_stream)
+            site = NginxSite(sv, site_dir, rng, nginx, "off", f"syslog:server={sock},tag=nginx,nohostname",
+                             stderr_for=journal_stream, default_error_log=f"{site_dir}/logs/default-error.log")
             site.start()
             say(f"journald + nginx on 127.0.0.1:{site.port} (syslog) + API on :{site.api_port} (stdout stream)...")
             reader = JournalReader(journalctl)
@@ -1445,7 +1447,7 @@ def journald_child(result_path: str, lines: int, seed: int) -> None:
             templates = {journal_template(x) for x in normal}
             col = Collector({"journal": reader},
                             {"journal": novel_or(templates, journal_problem, journal_template, journal_echo)})
-            site.break_all(col)
+            site.break_all(col, n=10)  # journal entries are big; fewer requests per breakage
     with open(result_path, "w") as f:
         json.dump({"normal": normal, "errors": col.errors["journal"]}, f)
 

@@ -71,7 +71,11 @@ class AdaptiveSettings(Section):
                           "calibrated thresholds (or scoring.threshold) for every line")
     source_by: Literal["format", "stream"] = Field("format", description="what a source is: 'format' (streams read in one log format "
                            "share what they learn) or 'stream' (each stream on its own)")
-    cold_start_lines: int = Field(200, ge=0, description="a new source's first lines only teach; none alerts")
+    cold_start_lines: int = Field(200, ge=0, description="a new source's first lines: its own thresholds are not "
+                                  "learned yet; they alert only against the model's calibrated threshold, and only "
+                                  "if the source looks familiar to the model")
+    familiar_ratio: float = Field(0.5, gt=0, description="a source looks familiar when the median score of its "
+                                  "lines so far is under this times the model's calibrated threshold")
     history: int = Field(256, ge=8, description="recent normal scores kept per template")
     min_template_lines: int = Field(20, ge=1, description="normal lines a template needs for its own threshold")
     quantile: float = Field(0.99, gt=0, lt=1, description="of a template's recent normal scores")
@@ -198,13 +202,15 @@ class WorkerSettings(Section):
     alert_flush_interval_s: float = Field(1.0, gt=0, description="how often grouped alerts' count "
                                           "updates are checked for")
     lag_interval_s: float = Field(5.0, gt=0, description="how often the consumer lag gauge is updated")
+    state_interval_s: float = Field(60.0, gt=0, description="how often what the adaptive thresholds learned is "
+                                    "saved to data_dir (and at shutdown), so a restart is not a cold start")
     publish_timeout_s: float = Field(30.0, gt=0, description="longest wait for Kafka to acknowledge a "
                                      "record; past it the worker stops without committing the batch")
     shutdown_timeout_s: float = Field(10.0, ge=0, description="at shutdown, longest wait for the alert "
                                       "sinks to deliver what they hold (the rest is dead-lettered)")
     web_port: int | None = Field(None, description="Faust's own web server port; none disables it")
-    data_dir: Path | None = Field(None, description="Faust's data directory (no tables are kept in it); "
-                                  "none: one under the system temp directory")
+    data_dir: Path | None = Field(None, description="Faust's data directory and the adaptive thresholds' saved "
+                                  "state; none: one under the system temp directory")
 
 
 class TailSettings(Section):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
 
 from logstream.config import AdaptiveSettings
-from logstream.scoring.adaptive import COLD, FEEDBACK, NOVEL, TEMPLATE, AdaptiveThresholds
+from logstream.scoring.adaptive import CALIBRATED, COLD, FEEDBACK, NOVEL, TEMPLATE, AdaptiveThresholds
 
 CONFIG = AdaptiveSettings(cold_start_lines=50, min_template_lines=10, history=64, margin=1.0, iqr_margin=3.0)
 USERS = ("alice", "bob", "carol", "dave")
@@ -33,6 +34,17 @@ def test_a_new_source_only_learns_at_first():
         assert not verdict.anomaly and verdict.how == COLD and verdict.threshold is None
         adaptive.learn("src", f"anything at all {i}", 3.0)
     assert adaptive.sources() == {"src": CONFIG.cold_start_lines}
+
+
+def test_a_cold_source_borrows_the_calibrated_threshold_only_if_it_looks_familiar():
+    adaptive = AdaptiveThresholds(CONFIG)
+    for i in range(30):  # the model knows this source: its lines score far under the calibrated 1.6
+        adaptive.learn("known", f"request {i % 3} served", 0.3)
+        adaptive.learn("foreign", f"status installed pkg{i % 3}", 6.0)
+    familiar = adaptive.judge("known", "kernel panic", 3.0, calibrated=1.6)
+    assert familiar.anomaly and familiar.how == CALIBRATED and familiar.threshold == 1.6
+    foreign = adaptive.judge("foreign", "kernel panic", 9.0, calibrated=1.6)
+    assert not foreign.anomaly and foreign.how == COLD
 
 
 def test_a_known_template_alerts_only_far_above_its_own_scores():
@@ -80,6 +92,20 @@ def test_memory_is_bounded():
     assert len(adaptive.sources()) == 3
     state = adaptive._sources["s9"]
     assert len(state.novel) <= 16 and all(len(t.scores) <= 16 for t in state.templates.values())
+
+
+def test_what_was_learned_survives_a_round_trip_through_json():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    adaptive.mark_normal("src", "backup job <N3> finished with warnings on volume home", 12.0)
+    restored = AdaptiveThresholds(CONFIG)
+    restored.load_state(json.loads(json.dumps(adaptive.state())))
+    assert restored.sources() == adaptive.sources()
+    for line, score in (("session opened for user bob by (uid=<N1>)", 4.5), ("connection from <IP> port <N5> on dave",
+                        4.3), ("backup job <N3> finished with warnings on volume data", 12.5), ("disk failed", 30.0)):
+        before, after = adaptive.judge("src", line, score), restored.judge("src", line, score)
+        assert (before.anomaly, before.how) == (after.anomaly, after.how)
+        assert before.threshold == pytest.approx(after.threshold)
 
 
 @pytest.mark.parametrize("bad", [{"quantile": 1.5}, {"source_by": "host"}, {"history": 2}])

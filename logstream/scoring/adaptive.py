@@ -12,14 +12,17 @@ source has shown, per template:
 * **New templates.** A line whose template the source has (almost) never shown is judged against
   the source's recent new-template lines: above their ``novel_quantile`` plus ``margin`` it alerts.
   A new normal message reads like the source's other new messages; an error usually reads stranger.
-* **Cold start.** A source's first ``cold_start_lines`` lines only teach: none alerts. Before a
-  source has shown anything, there is no "normal" to be rarer than; a fixed threshold there floods
-  on formats the model never saw (every line of a dpkg log, measured) and misses on familiar ones.
+* **Cold start.** For a source's first ``cold_start_lines`` lines there is no "normal" of its own
+  to be rarer than yet. The model's calibrated threshold is used then only if the source looks
+  like what it was calibrated on (the median score of its lines so far is under ``familiar_ratio``
+  times that threshold); otherwise those lines only teach and none alerts: on a format the model
+  never saw, a fixed threshold floods (every line of a dpkg log, measured).
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
   the scores of the lines it was marked on.
 
 Bounded: at most ``max_sources`` sources and ``max_templates`` templates per source (drain3's own
-LRU), fixed-length score histories. ``state()`` / ``load_state()`` round-trip everything as JSON.
+LRU), fixed-length score histories. ``state()`` / ``load_state()`` round-trip what was learned as
+plain JSON (templates as text, re-mined on load: no pickles), so a restart is not a cold start.
 """
 
 from __future__ import annotations
@@ -33,7 +36,10 @@ from drain3.template_miner_config import TemplateMinerConfig
 
 from ..config import AdaptiveSettings
 
+STATE_VERSION = 1
+MIN_FAMILIAR_LINES = 20  # lines of a source before its familiarity to the model is judged
 COLD = "cold start"
+CALIBRATED = "calibrated"
 TEMPLATE = "template"
 NOVEL = "new template"
 FEEDBACK = "marked normal"
@@ -67,6 +73,7 @@ class _Source:
     lines: int = 0
     templates: dict[int, _Template] = field(default_factory=dict)
     novel: deque = field(default_factory=deque)
+    first: list = field(default_factory=list)  # scores of the cold start's lines (familiarity)
 
 
 def _quantiles(values, q: float) -> tuple[float, float]:
@@ -83,8 +90,11 @@ class AdaptiveThresholds:
 
     # -- deciding -------------------------------------------------------------------------------
 
-    def judge(self, source: str, masked: str, score: float) -> Verdict:
-        """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal)."""
+    def judge(self, source: str, masked: str, score: float, calibrated: float | None = None) -> Verdict:
+        """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal).
+
+        ``calibrated``: the model's own threshold for this line, used during a familiar source's cold start.
+        """
         cfg = self.config
         state = self._source(source)
         cluster = self._match(state, masked)
@@ -92,6 +102,12 @@ class AdaptiveThresholds:
         name = cluster.get_template() if cluster is not None else None
         cid = cluster.cluster_id if cluster is not None else None
         if state.lines < cfg.cold_start_lines:
+            if calibrated is not None and len(state.first) >= MIN_FAMILIAR_LINES:
+                median = float(np.median(state.first))
+                if median <= cfg.familiar_ratio * calibrated:
+                    return Verdict(score > calibrated, calibrated, CALIBRATED, name, cid, source,
+                                   f"the model's calibrated threshold: source {source!r} looks familiar (median "
+                                   f"score {median:.2f} over its first {len(state.first)} lines)")
             return Verdict(False, None, COLD, name, cid, source,
                            f"learning source {source!r}: line {state.lines + 1} of its first {cfg.cold_start_lines}")
         if template is not None and template.marked_normal_at is not None:
@@ -123,7 +139,7 @@ class AdaptiveThresholds:
     def learn(self, source: str, masked: str, score: float) -> None:
         """Take a line that did not alert as normal: its template's and its source's histories grow."""
         state = self._source(source)
-        state.lines += 1
+        self._count(state, score)
         cluster_id, known = self._cluster(state, masked)
         template = state.templates.get(cluster_id)
         # a template an operator marked normal teaches its own history only: its lines scored high
@@ -135,9 +151,16 @@ class AdaptiveThresholds:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
 
-    def seen(self, source: str) -> None:
+    def seen(self, source: str, score: float) -> None:
         """Count a line that alerted (it is not learned from, but the source has shown one more line)."""
-        self._source(source).lines += 1
+        self._count(self._source(source), score)
+
+    def _count(self, state: _Source, score: float) -> None:
+        if state.lines < self.config.cold_start_lines:
+            state.first.append(score)
+        else:
+            state.first.clear()
+        state.lines += 1
 
     def mark_normal(self, source: str, masked: str, score: float) -> None:
         """An operator says lines like this are normal: its template alerts again only far above."""
@@ -179,6 +202,36 @@ class AdaptiveThresholds:
         else:
             self._sources.move_to_end(source)
         return state
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        """What was learned, as JSON-able data."""
+        sources = {}
+        for name, state in self._sources.items():
+            clusters = {c.cluster_id: c.get_template() for c in state.miner.drain.clusters}
+            sources[name] = {
+                "lines": state.lines, "novel": list(state.novel), "first": list(state.first),
+                "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
+                              for cid, t in state.templates.items() if cid in clusters]}
+        return {"version": STATE_VERSION, "sources": sources}
+
+    def load_state(self, data: dict) -> None:
+        """Continue from ``state()``'s output (templates are mined again from their text)."""
+        if data.get("version") != STATE_VERSION:
+            raise ValueError(f"adaptive state version {data.get('version')!r}, expected {STATE_VERSION}")
+        self._sources.clear()
+        for name, saved in data["sources"].items():
+            state = self._source(name)
+            state.lines = int(saved["lines"])
+            state.first = list(saved.get("first", []))
+            state.novel.extend(saved["novel"][-self.config.novel_history:])
+            for item in saved["templates"]:
+                cluster_id = state.miner.add_log_message(item["template"])["cluster_id"]
+                template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
+                template.scores.extend(item["scores"])
+                if item["marked"] is not None:
+                    template.marked_normal_at = max(item["marked"], template.marked_normal_at or item["marked"])
 
     def sources(self) -> dict[str, int]:
         """Lines seen per source."""

@@ -158,10 +158,10 @@ class LineScorer:
         """Judge each line against its source's recent normal lines, in arrival order, and learn from it."""
         for line in scored:
             source = self.source_of(line.stream, line.canonical)
-            line.verdict = self.adaptive.judge(source, line.masked, line.score)
+            line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold)
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly:
-                self.adaptive.seen(source)
+                self.adaptive.seen(source, line.score)
             else:
                 self.adaptive.learn(source, line.masked, line.score)
 

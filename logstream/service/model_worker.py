@@ -9,11 +9,13 @@ and ``await score_batch(...)`` leaves the event loop free for Kafka heartbeats, 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from ..alerts import Alert, Explanation
 from ..alerts.model import SurprisingToken
@@ -58,8 +60,9 @@ class Scored:
 class ModelWorker:
     """Loads the model from ``settings.model`` (on its own thread) and scores batches there."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, state_path: Path | None = None):
         self.settings = settings
+        self.state_path = state_path  # where what the adaptive thresholds learned is kept across restarts
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logstream-model")
         self.scorer = None
         self.explainer = None
@@ -86,6 +89,7 @@ class ModelWorker:
                                   canonicalizer=self.settings.parsing.canonicalizer(),
                                   adaptive=self.settings.scoring.adaptive_thresholds())
         self.explainer = Explainer(self.scorer)
+        self._load_adaptive_state()
         warm, warming = self.scorer.thresholds()
         log.info("model %s loaded from %s in %.1f s (thresholds: %s warm, %s warming up)",
                  self.scorer.model_version, model.path, time.monotonic() - started, warm, warming)
@@ -132,6 +136,26 @@ class ModelWorker:
                      threshold_how=result.verdict.how if result.verdict is not None else "fixed",
                      template=why.nearest_template if similar else None, model_version=self.scorer.model_version)
 
+    def _load_adaptive_state(self) -> None:
+        path = self.state_path
+        if self.scorer.adaptive is None or path is None or not path.exists():
+            return
+        try:
+            self.scorer.adaptive.load_state(json.loads(path.read_text()))
+        except (ValueError, KeyError, TypeError) as exc:  # a damaged file must not stop the worker
+            log.warning("ignoring adaptive threshold state %s (%s): sources start learning again", path, exc)
+            return
+        log.info("adaptive thresholds restored from %s: %d sources", path, len(self.scorer.adaptive.sources()))
+
+    def _save_adaptive_state(self) -> None:
+        path = self.state_path
+        if self.scorer.adaptive is None or path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.scorer.adaptive.state()))
+        tmp.replace(path)
+
     def _drop(self, stream_ids: list[str]) -> int:
         dropped = sum(self.scorer.forget(stream) for stream in stream_ids)
         self._update_cache_gauges()
@@ -168,5 +192,13 @@ class ModelWorker:
             return 0
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._drop, list(stream_ids))
 
+    async def save_state(self) -> None:
+        """Write what the adaptive thresholds learned to ``state_path`` (atomically)."""
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._save_adaptive_state)
+
     def close(self) -> None:
+        try:
+            self._executor.submit(self._save_adaptive_state).result()
+        except Exception:  # shutting down anyway: the next start learns again
+            log.exception("could not save the adaptive threshold state")
         self._executor.shutdown(wait=True, cancel_futures=True)

@@ -308,8 +308,8 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
     kafka, worker = settings.kafka, settings.worker
     if not kafka.bootstrap_servers:
         raise unreachable(None)
-    model = model or ModelWorker(settings)
     data_dir = worker.data_dir or Path(tempfile.gettempdir()) / f"logstream-worker-{kafka.consumer_group}"
+    model = model or ModelWorker(settings, state_path=data_dir / "adaptive-thresholds.json")
     app = faust.App(
         kafka.consumer_group,
         broker=broker_urls(kafka.bootstrap_servers),
@@ -386,6 +386,13 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
             await processor.flush_groups()
         except Exception:  # the groups keep their counts; the next flush or shutdown tries again
             log.exception("publishing alert count updates failed")
+
+    @app.timer(worker.state_interval_s, name="logstream-save-state")
+    async def save_state():
+        try:
+            await model.save_state()
+        except Exception:  # the next save, or the one at shutdown, tries again
+            log.exception("saving the adaptive threshold state failed")
 
     @app.timer(worker.lag_interval_s, name="logstream-consumer-lag")
     async def consumer_lag():
