@@ -22,6 +22,7 @@ COMMANDS = {
     "train": "mine templates, train the tokenizer and the model, calibrate thresholds",
     "calibrate": "set a model's alert thresholds from normal logs (no training)",
     "eval": "evaluate the scorer and baselines on a labeled log set (YAML spec)",
+    "model": "list the model versions continual fine-tuning made, or roll back to one",
     "feedback": "mark an alert as a false positive: similar lines stop alerting",
     "formats": "list the log formats logstream reads, or show how it reads your files",
 }

@@ -145,6 +145,38 @@ class ParsingSettings(Section):
         return Canonicalizer(self.pins(every_stream_format), detect_lines=self.detect_lines)
 
 
+class AdaptSettings(Section):
+    """Continual fine-tuning: the model keeps learning the sources it serves (``logstream.adapt``)."""
+
+    enabled: bool = Field(True, description="fine-tune a copy of the model on the live sources in the background")
+    store_dir: Path | None = Field(None, description="model versions (adapted models, rollback); none: "
+                                   "<worker.data_dir>/models")
+    first_after_lines: int = Field(500, ge=50, description="a source the model does not know well is first "
+                                   "learned after this many of its lines")
+    max_gap_lines: int = Field(8000, ge=50, description="lines between a source's rounds double up to this")
+    sample_lines: int = Field(2000, ge=50, description="recent normal lines kept per source to learn from")
+    relearn_lines: int = Field(400, ge=0, description="after a new model is swapped in, each source's latest "
+                               "normal lines are scored again: its thresholds re-learned, its window re-warmed")
+    steps: int = Field(40, ge=1, description="optimizer steps per round")
+    context: int = Field(384, ge=32, description="tokens per training example")
+    batch_size: int = Field(8, ge=1)
+    learning_rate: float = Field(1e-3, gt=0)
+    replay_share: float = Field(0.25, ge=0, lt=1, description="share of training tokens replayed from what the "
+                                "model was first trained on, so it keeps what it knew")
+    threads: int = Field(1, ge=1, description="CPU threads of the trainer process")
+    nice: int = Field(10, ge=0, le=19, description="the trainer's CPU priority below the worker's")
+    max_minutes: float = Field(10.0, gt=0, description="a round stops after this long")
+    check_interval_s: float = Field(5.0, gt=0, description="how often the worker checks for due rounds, finished "
+                                    "rounds and rollbacks")
+
+    def finetune_config(self):
+        from pipelines.finetune import FinetuneConfig
+
+        return FinetuneConfig(steps=self.steps, context=self.context, batch_size=self.batch_size,
+                              learning_rate=self.learning_rate, replay_share=self.replay_share, threads=self.threads,
+                              max_minutes=self.max_minutes)
+
+
 class KafkaSettings(Section):
     bootstrap_servers: str | None = Field(None, description="host:port[,host:port]; none = embedded broker")
     input_topic: str = "logstream-lines"
@@ -255,11 +287,24 @@ class Settings(BaseSettings):
     cache: CacheSettings = CacheSettings()
     scoring: ScoringSettings = ScoringSettings()
     parsing: ParsingSettings = ParsingSettings()
+    adapt: AdaptSettings = AdaptSettings()
     kafka: KafkaSettings = KafkaSettings()
     alerts: AlertSettings = AlertSettings()
     metrics: MetricsSettings = MetricsSettings()
     worker: WorkerSettings = WorkerSettings()
     tail: TailSettings = TailSettings()
+
+    def data_dir(self) -> Path:
+        """The worker's own directory (Faust's data, saved thresholds, model versions)."""
+        import tempfile
+
+        return self.worker.data_dir or Path(tempfile.gettempdir()) / f"logstream-worker-{self.kafka.consumer_group}"
+
+    def model_store(self):
+        """The store of adapted model versions (``logstream.adapt.ModelStore``)."""
+        from .adapt.store import ModelStore
+
+        return ModelStore(self.adapt.store_dir or self.data_dir() / "models", self.model.path)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,

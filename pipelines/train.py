@@ -286,5 +286,8 @@ def train_pipeline(corpus: Corpus, out_dir: str | Path, cfg: TrainConfig = Train
     card.save(out)
     card.calibration = calibrate(out, calibration, target_false_alert_rate, progress=progress, pins=pins)
     card.save(out)
+    from .finetune import write_replay
+
+    write_replay(corpus, out, seed=cfg.seed)  # what continual fine-tuning replays to keep this knowledge
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     return card

@@ -69,6 +69,7 @@ LEVEL_ALIASES = {
     "CRITICAL": "CRITICAL", "CRIT": "CRITICAL", "ALERT": "CRITICAL", "EMERG": "CRITICAL",
     "EMERGENCY": "CRITICAL", "PANIC": "CRITICAL",
     "FATAL": "FATAL", "F": "FATAL", "A": "FATAL",  # logcat's A is "assert"
+    "LOG": "INFO", "DEBUG1": "DEBUG", "DEBUG2": "DEBUG", "DEBUG3": "DEBUG", "DEBUG4": "DEBUG", "DEBUG5": "DEBUG",
 }
 # syslog severities 0..7 (RFC 5424 table 2)
 SYSLOG_SEVERITY = ("CRITICAL", "CRITICAL", "CRITICAL", "ERROR", "WARN", "NOTICE", "INFO", "DEBUG")
@@ -149,6 +150,10 @@ FORMATS: tuple[LogFormat, ...] = (
         "zookeeper", "ZooKeeper log4j layout (Loghub Zookeeper): time - level [thread:class@line] - message",
         rf"^(?P<timestamp>{ISO8601}) - (?P<level>[A-Z]+)\s+\[(?P<thread>.*):(?P<component>[^:\]]+)\] - "
         r"(?P<message>.*)$"),
+    LogFormat(
+        "postgresql", "PostgreSQL's default log_line_prefix '%m [%p] ': time zone [pid] LEVEL:  message",
+        r"^(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? [A-Z]{2,5}) \[(?P<pid>\d+)\] "
+        r"(?:(?P<user>[^@\s]+)@(?P<database>\S+) )?(?P<level>[A-Z]+\d?):\s+(?P<message>.*)$"),
     LogFormat(
         "spark", "Spark log4j default layout (Loghub Spark): yy/MM/dd time level class: message",
         r"^(?P<timestamp>\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) (?P<level>[A-Z]+) (?P<component>[^\s:]+): "

@@ -203,6 +203,18 @@ class AdaptiveThresholds:
             self._sources.move_to_end(source)
         return state
 
+    def forget_scores(self, source: str) -> int:
+        """Drop a source's score histories (scores of another model), keeping its templates and marks;
+        returns its line count (see ``set_lines``)."""
+        state = self._source(source)
+        state.novel.clear()
+        for template in state.templates.values():
+            template.scores.clear()
+        return state.lines
+
+    def set_lines(self, source: str, lines: int) -> None:
+        self._source(source).lines = lines
+
     # -- persistence ----------------------------------------------------------------------------
 
     def state(self) -> dict:

@@ -64,6 +64,16 @@ class LineScorer:
         self.sink_tokens = sink_tokens or self.default_sink(loaded, card if use_preamble else None)
         self.engine = StreamingEngine(loaded.model, self.sink_tokens, engine_config,
                                       model_window=loaded.sliding_window)
+        self._options = dict(engine_config=engine_config, use_preamble=use_preamble, sink_tokens=sink_tokens,
+                             threshold=threshold, aggregate_name=aggregate_name)
+
+    def with_model(self, model_dir: str | Path) -> "LineScorer":
+        """The same scorer on another model (an adapted version): same reading, thresholds and settings;
+        a new engine, so the sink prefix is computed with the new weights and every window starts empty."""
+        device = str(self.loaded.model.lm_head.weight.device)
+        dtype = str(self.loaded.model.lm_head.weight.dtype).removeprefix("torch.")
+        return load_scorer(model_dir, device=device, dtype=dtype, canonicalizer=self.canonicalizer,
+                           adaptive=self.adaptive, **self._options)
 
     @staticmethod
     def default_sink(loaded: LoadedModel, card: ModelCard | None) -> list[int]:

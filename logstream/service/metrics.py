@@ -49,3 +49,6 @@ FEEDBACK_APPLIED = Counter("logstream_feedback_applied_total", "alerts marked no
                            registry=REGISTRY)
 FEEDBACK_INVALID = Counter("logstream_feedback_invalid_total", "feedback records that could not be applied",
                            registry=REGISTRY)
+MODEL_SWAPS = Counter("logstream_model_swaps_total", "times another model version was swapped in", registry=REGISTRY)
+ADAPT_ROUNDS = Counter("logstream_adapt_rounds_total", "continual fine-tuning rounds, by result", ["result"],
+                       registry=REGISTRY)

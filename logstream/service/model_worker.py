@@ -20,8 +20,8 @@ from pathlib import Path
 from ..alerts import Alert, Explanation
 from ..alerts.model import SurprisingToken
 from ..config import Settings
-from .metrics import (BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_HOST_BYTES, CACHE_SLOTS, CACHE_SLOTS_IN_USE,
-                      CACHE_STREAMS, ENTRIES_SCORED, INGEST_TO_SCORE, SCORES, SCORING_LATENCY, TOKENS_SCORED)
+from .metrics import (BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_HOST_BYTES, CACHE_SLOTS, CACHE_SLOTS_IN_USE, CACHE_STREAMS,
+                      ENTRIES_SCORED, INGEST_TO_SCORE, MODEL_SWAPS, SCORES, SCORING_LATENCY, TOKENS_SCORED)
 from .records import ScoreRecord
 
 log = logging.getLogger("logstream.model_worker")
@@ -63,6 +63,9 @@ class ModelWorker:
     def __init__(self, settings: Settings, state_path: Path | None = None):
         self.settings = settings
         self.state_path = state_path  # where what the adaptive thresholds learned is kept across restarts
+        self.store = settings.model_store()  # adapted versions; the one served survives restarts
+        self.served = None  # the store version being served ("base": model.path)
+        self.adapter = None  # OnlineAdapter: continual fine-tuning
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logstream-model")
         self.scorer = None
         self.explainer = None
@@ -83,16 +86,21 @@ class ModelWorker:
                                     "(LOGSTREAM_MODEL__PATH) to a checkpoint made by `logstream train`")
         engine_config = cache.engine_config()
         started = time.monotonic()
-        self.scorer = load_scorer(model.path, device=model.device, dtype=model.dtype,
+        self.served = self.store.current_version()
+        self.scorer = load_scorer(self.store.current(), device=model.device, dtype=model.dtype,
                                   engine_config=engine_config, threshold=self.settings.scoring.threshold,
                                   use_preamble=cache.preamble, sink_tokens=cache.sink_tokens,
                                   canonicalizer=self.settings.parsing.canonicalizer(),
                                   adaptive=self.settings.scoring.adaptive_thresholds())
         self.explainer = Explainer(self.scorer)
         self._load_adaptive_state()
+        if self.settings.adapt.enabled and self.scorer.adaptive is not None:
+            from ..adapt.online import OnlineAdapter
+
+            self.adapter = OnlineAdapter(self.settings.adapt, self.settings.scoring.adaptive.familiar_ratio)
         warm, warming = self.scorer.thresholds()
         log.info("model %s loaded from %s in %.1f s (thresholds: %s warm, %s warming up)",
-                 self.scorer.model_version, model.path, time.monotonic() - started, warm, warming)
+                 self.scorer.model_version, self.store.current(), time.monotonic() - started, warm, warming)
         if warm is None:
             log.warning("the model has no calibrated threshold and scoring.threshold is not set: "
                         "lines are scored but no alert is raised")
@@ -117,8 +125,31 @@ class ModelWorker:
                               threshold=result.threshold, anomaly=anomaly, warm=result.warm,
                               tokens=len(result.token_ids),
                               alert=self._alert(stream, line, meta, result) if anomaly else None))
+        if self.adapter is not None:
+            self.adapter.observe(self.scorer, [(stream, line) for stream, line, _ in entries], results)
         self._update_cache_gauges()
         return out
+
+    def _due_round(self):
+        if self.adapter is None:
+            return None
+        due = self.adapter.due(self.scorer.calibration.threshold if self.scorer.calibration else None)
+        return self.adapter.plan(due) if due else None
+
+    def _swap(self, version: str) -> None:
+        from ..scoring.explain import Explainer
+
+        started = time.monotonic()
+        path = self.store.path_of(version)
+        self.scorer = (self.adapter.swap(self.scorer, path) if self.adapter is not None
+                       else self.scorer.with_model(path))
+        self.explainer = Explainer(self.scorer)
+        self.served = version
+        MODEL_SWAPS.inc()
+        self._update_cache_gauges()
+        log.info("now serving model %s (%s) after a %.1f s swap: sink primed, windows restarted, thresholds "
+                 "re-learned from each source's latest lines", self.scorer.model_version, version,
+                 time.monotonic() - started)
 
     def _alert(self, stream: str, line: str, meta: EntryMeta, result) -> Alert:
         why = self.explainer.explain(result)
@@ -180,6 +211,14 @@ class ModelWorker:
         if not entries:
             return []
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._score, entries)
+
+    async def due_round(self):
+        """A fine-tuning round that is due now (``logstream.adapt.online.Round``), or None."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._due_round)
+
+    async def swap(self, version: str) -> None:
+        """Serve another model version of the store; scoring waits for it (nothing is lost)."""
+        await asyncio.get_running_loop().run_in_executor(self._executor, self._swap, version)
 
     async def mark_normal(self, stream: str, line: str, score: float) -> bool:
         """Apply an operator's "this was normal" to the adaptive thresholds (on the model thread)."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-import tempfile
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -42,7 +41,7 @@ from ..alerts.sinks import HttpSink
 from ..config import Settings
 from .envelope import EnvelopeError, LogEnvelope, decode_entry
 from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
-from .metrics import CONSUMER_LAG, DEAD_LETTERS, FEEDBACK_APPLIED, FEEDBACK_INVALID
+from .metrics import ADAPT_ROUNDS, CONSUMER_LAG, DEAD_LETTERS, FEEDBACK_APPLIED, FEEDBACK_INVALID
 from .model_worker import EntryMeta, ModelWorker, Scored
 from .records import DeadLetterKind, DeadLetterRecord
 from .streams import StreamRouter
@@ -278,6 +277,36 @@ class BatchProcessor:
         self.model.close()
 
 
+class Adaptation:
+    """Continual fine-tuning in the worker: start due rounds in the background, swap finished ones in,
+    and follow the store's pointer (``logstream model rollback`` moves it)."""
+
+    def __init__(self, settings: Settings, model: ModelWorker):
+        from ..adapt.background import RoundRunner
+
+        self.model = model
+        self.runner = RoundRunner(settings.adapt, model.store) if settings.adapt.enabled else None
+
+    async def tick(self) -> None:
+        running = self.runner.running if self.runner is not None else None
+        if running is not None and running.done():
+            self.runner.running = None
+            if running.exception() is not None:
+                ADAPT_ROUNDS.labels(result="failed").inc()
+                log.error("a fine-tuning round failed; the current model stays: %s", running.exception())
+            else:
+                ADAPT_ROUNDS.labels(result="ok").inc()
+        wanted = self.model.store.current_version()
+        if wanted != self.model.served:  # a new round finished, or an operator rolled back
+            await self.model.swap(wanted)
+        if self.runner is not None and not self.runner.busy:
+            round_ = await self.model.due_round()
+            if round_ is not None:
+                log.info("fine-tuning round for %s on %d recent lines, in the background", ", ".join(round_.sources),
+                         round_.lines)
+                self.runner.start(round_, self.model.store.current())
+
+
 async def update_consumer_lag(app: faust.App, input_topic: str) -> int | None:
     """Sum over this worker's input partitions of highwater - committed offset (or position).
 
@@ -308,7 +337,7 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
     kafka, worker = settings.kafka, settings.worker
     if not kafka.bootstrap_servers:
         raise unreachable(None)
-    data_dir = worker.data_dir or Path(tempfile.gettempdir()) / f"logstream-worker-{kafka.consumer_group}"
+    data_dir = settings.data_dir()
     model = model or ModelWorker(settings, state_path=data_dir / "adaptive-thresholds.json")
     app = faust.App(
         kafka.consumer_group,
@@ -386,6 +415,15 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
             await processor.flush_groups()
         except Exception:  # the groups keep their counts; the next flush or shutdown tries again
             log.exception("publishing alert count updates failed")
+
+    adaptation = Adaptation(settings, model)
+
+    @app.timer(settings.adapt.check_interval_s, name="logstream-adapt")
+    async def adapt():
+        try:
+            await adaptation.tick()
+        except Exception:  # scoring goes on with the model it has
+            log.exception("continual fine-tuning step failed")
 
     @app.timer(worker.state_interval_s, name="logstream-save-state")
     async def save_state():

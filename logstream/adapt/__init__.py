@@ -1,0 +1,1 @@
+"""Learning each source online: continual fine-tuning, model versions, swaps."""

@@ -1,0 +1,74 @@
+"""The worker's fine-tuning rounds, in a background process with a lower CPU priority.
+
+The model thread decides a round is due (``OnlineAdapter``); ``RoundRunner.start`` writes its lines
+to a job directory and starts ``python -m pipelines.finetune`` under ``nice`` with
+``adapt.threads`` threads; when it finishes, the new model goes into the store and the caller
+swaps it in. Scoring goes on meanwhile: the trainer is another process on another core.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from ..config import AdaptSettings
+from .online import Round
+from .store import ModelStore
+
+log = logging.getLogger("logstream.adapt")
+
+
+class RoundRunner:
+    def __init__(self, settings: AdaptSettings, store: ModelStore):
+        self.settings, self.store = settings, store
+        self.running: asyncio.Task | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self.running is not None and not self.running.done()
+
+    def start(self, round_: Round, base: Path) -> asyncio.Task:
+        """Train the round in the background; the task's result is the new version (or an exception)."""
+        self.running = asyncio.get_running_loop().create_task(self._run(round_, base))
+        return self.running
+
+    async def _run(self, round_: Round, base: Path) -> str:
+        job = self.store.root / "jobs" / time.strftime("%Y%m%dT%H%M%S")
+        job.mkdir(parents=True, exist_ok=True)
+        try:
+            recent = job / "recent.jsonl"
+            with recent.open("w") as f:
+                for stream, lines in round_.recent.streams.items():
+                    for line in lines:
+                        f.write(json.dumps({"stream": stream, "line": line}) + "\n")
+            staged = job / "model"
+            command = ["nice", "-n", str(self.settings.nice), sys.executable, "-m", "pipelines.finetune",
+                       "--base", str(base), "--recent", str(recent), "--out", str(staged),
+                       "--sources", ",".join(round_.sources)]
+            env = {**os.environ, "OMP_NUM_THREADS": str(self.settings.threads), "TQDM_DISABLE": "1"}
+            started = time.monotonic()
+            with (job / "trainer.log").open("wb") as out:
+                process = await asyncio.create_subprocess_exec(*command, stdout=out, stderr=asyncio.subprocess.STDOUT,
+                                                               env=env, start_new_session=True)
+                try:
+                    code = await asyncio.wait_for(process.wait(), timeout=60 * self.settings.max_minutes + 300)
+                except (asyncio.TimeoutError, asyncio.CancelledError):
+                    process.kill()
+                    await process.wait()
+                    raise
+            if code != 0:
+                tail = (job / "trainer.log").read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the fine-tuning process exited with code {code}:\n{tail}")
+            version = self.store.add(staged, reason=f"fine-tuned on {', '.join(round_.sources)} "
+                                                    f"({round_.lines} lines)")
+            log.info("fine-tuning round for %s: version %s in %.0f s", ", ".join(round_.sources), version,
+                     time.monotonic() - started)
+            return version
+        finally:
+            shutil.rmtree(job, ignore_errors=True)

@@ -1,0 +1,115 @@
+"""Continual fine-tuning: the model store, when rounds are due, a real round, and a swap."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from pathlib import Path
+
+import pytest
+import torch
+
+from logstream.adapt.online import InlineAdaptation, OnlineAdapter
+from logstream.adapt.store import BASE, ModelStore
+from logstream.config import DEFAULT_MODEL_DIR, AdaptSettings, Settings
+from logstream.scoring.card import ModelCard
+from logstream.scoring.scorer import load_scorer
+from logstream.synth import SyntheticLogs
+from pipelines.corpus import Corpus
+from pipelines.finetune import FinetuneConfig, finetune
+
+ROOT = Path(__file__).resolve().parents[1]
+# PostgreSQL's own log (benchmarks/data/onboarding): a format the shipped model never saw
+FOREIGN = ROOT / "benchmarks" / "data" / "onboarding" / "postgresql" / "normal.log"
+
+
+def foreign_lines(n: int) -> list[str]:
+    if not FOREIGN.exists():
+        pytest.skip(f"{FOREIGN} is missing (benchmarks/onboarding_data.py makes it)")
+    return FOREIGN.read_text().splitlines()[:n]
+
+
+def digest(directory: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(directory.iterdir()) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def adapted(tmp_path_factory) -> Path:
+    """One short real round on the foreign source, from the shipped model."""
+    before = digest(DEFAULT_MODEL_DIR)
+    out = tmp_path_factory.mktemp("adapted") / "model"
+    finetune(DEFAULT_MODEL_DIR, Corpus({"pg": foreign_lines(400)}), out, FinetuneConfig(steps=8, context=128))
+    assert digest(DEFAULT_MODEL_DIR) == before  # the shipped model is never written to
+    return out
+
+
+def test_a_round_writes_a_new_complete_version(adapted):
+    card, base = ModelCard.load(adapted), ModelCard.load(DEFAULT_MODEL_DIR)
+    assert card.model_version != base.model_version and card.reads == base.reads and card.preamble == base.preamble
+    assert card.training["finetune"]["parent"] == base.model_version and card.training["finetune"]["steps"] == 8
+    assert (adapted / "replay.jsonl").read_bytes() == (DEFAULT_MODEL_DIR / "replay.jsonl").read_bytes()
+    assert not any(p.suffix in (".bin", ".pt", ".pth") for p in adapted.iterdir())
+
+
+def test_the_round_learned_the_source(adapted):
+    lines = foreign_lines(600)[400:600]  # lines after the ones it learned from
+    torch.set_num_threads(1)
+
+    def mean_score(model_dir):
+        scorer = load_scorer(model_dir, device="cpu", dtype="float32")
+        return sum(s.score for s in scorer.score([("pg", line) for line in lines])) / len(lines)
+
+    assert mean_score(adapted) < mean_score(DEFAULT_MODEL_DIR) - 0.5
+
+
+def test_store_serves_the_pointer_and_rolls_back_along_the_lineage(tmp_path, adapted):
+    store = ModelStore(tmp_path / "store", DEFAULT_MODEL_DIR)
+    assert store.current_version() == BASE and store.current() == DEFAULT_MODEL_DIR
+    staged = tmp_path / "staged"
+    import shutil
+
+    shutil.copytree(adapted, staged)
+    version = store.add(staged, reason="test round")
+    assert store.current_version() == version and (store.current() / "model.safetensors").exists()
+    assert store.rollback() == BASE and store.current() == DEFAULT_MODEL_DIR
+    assert store.rollback(version) == version
+    with pytest.raises(ValueError, match="no model version 'nope'"):
+        store.rollback("nope")
+    assert [r["reason"] for r in store.history()] == ["test round", "rollback", "rollback"]
+
+
+def test_rounds_are_due_for_unfamiliar_sources_only_and_space_out():
+    scorer = load_scorer(DEFAULT_MODEL_DIR, device="cpu", dtype="float32",
+                         adaptive=Settings().scoring.adaptive_thresholds())
+    adapter = OnlineAdapter(AdaptSettings(first_after_lines=100, max_gap_lines=1000))
+    known = [e.line for e in itertools.islice(SyntheticLogs(seed=3, anomaly_rate=0, services={"web": 1}), 150)]
+    foreign = foreign_lines(150)
+    for at in range(0, 150, 50):
+        entries = [("web-1", l) for l in known[at:at + 50]] + [("pg", l) for l in foreign[at:at + 50]]
+        adapter.observe(scorer, entries, scorer.score(entries))
+    calibrated = scorer.calibration.threshold
+    due = adapter.due(calibrated)
+    assert due == ["format:postgresql"]  # PostgreSQL's lines; the web server's the model knows
+    round_ = adapter.plan(due)
+    assert set(round_.recent.streams) == {"web-1", "pg"} and round_.lines <= 300
+    assert adapter.due(calibrated) == []  # the next round waits for twice as many lines
+    assert adapter.tracks["format:postgresql"].next_round == 150 + 200
+
+
+def test_inline_adaptation_swaps_in_a_new_version_and_relearns(tmp_path):
+    settings = Settings(adapt={"first_after_lines": 100, "steps": 4, "context": 128, "relearn_lines": 60})
+    adaptation = InlineAdaptation(settings, ModelStore(tmp_path / "store", DEFAULT_MODEL_DIR))
+    scorer = load_scorer(DEFAULT_MODEL_DIR, device="cpu", dtype="float32",
+                         adaptive=settings.scoring.adaptive_thresholds())
+    lines = foreign_lines(260)
+    versions = []
+    for at in range(0, len(lines), 50):
+        entries = [("pg", l) for l in lines[at:at + 50]]
+        scorer = adaptation.after_batch(scorer, entries, scorer.score(entries))
+        versions.append(scorer.model_version)
+    assert len(adaptation.rounds) == 1 and adaptation.rounds[0]["sources"] == ["format:postgresql"]
+    assert versions[0] == ModelCard.load(DEFAULT_MODEL_DIR).model_version != versions[-1]
+    assert versions[-1] == adaptation.rounds[0]["version"]
+    source = scorer.adaptive._sources["format:postgresql"]
+    assert source.lines == 260  # re-learning does not count lines twice
+    assert sum(len(t.scores) for t in source.templates.values()) >= 50  # histories refilled by the new model
