@@ -935,7 +935,8 @@ def pg_template(line: str) -> str:
 def pg_selector(templates: set):
     """ERROR/FATAL/PANIC/WARNING lines and novel LOG lines, with their continuation lines."""
     echo = re.compile(r"LOG:  (statement|connection received|connection authenticated|connection authorized|"
-                      r"disconnection|duration):|LOG:  automatic (aggressive )?(vacuum|analyze) ")
+                      r"disconnection|duration):|LOG:  automatic (aggressive )?(vacuum|analyze) |"
+                      r"LOG:  checkpoint (starting: time|complete)")  # the workload's echo and housekeeping
 
     def select(lines):
         kept, last = [], {}  # last: pid -> was that pid's last primary line kept

@@ -1,0 +1,84 @@
+"""Continual fine-tuning in a real worker process against a real broker: a round runs in the background
+for a source the model does not know, the new version is swapped in without losing a line, and an
+operator's rollback is followed."""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from logstream.cli import main
+from logstream.scoring.card import ModelCard
+from logstream.service.broker import EmbeddedBroker
+from service_helpers import KafkaProducer, Scenario, TopicReader, model_dir_or_skip
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+FOREIGN = ROOT / "benchmarks" / "data" / "onboarding" / "postgresql" / "normal.log"
+
+
+def metric(port: int, name: str) -> float:
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    except OSError:
+        return 0.0
+    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def send(bootstrap: str, topic: str, lines: list[str]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    try:
+        for line in lines:
+            producer.send(topic, key=b"pg", value=line.encode())
+        producer.flush()
+    finally:
+        producer.close()
+
+
+def test_a_round_is_swapped_in_without_losing_a_line_and_rollback_is_followed(tmp_path, monkeypatch):
+    model_dir = model_dir_or_skip()
+    if not FOREIGN.exists():
+        pytest.skip(f"{FOREIGN} is missing (benchmarks/onboarding_data.py makes it)")
+    lines = FOREIGN.read_text().splitlines()[:420]
+    base_version = ModelCard.load(model_dir).model_version
+    store = tmp_path / "models"
+    with EmbeddedBroker() as broker:
+        scenario = Scenario(broker.bootstrap_servers, tmp_path, settings={
+            "LOGSTREAM_ADAPT__STORE_DIR": str(store), "LOGSTREAM_ADAPT__FIRST_AFTER_LINES": "250",
+            "LOGSTREAM_ADAPT__STEPS": "3", "LOGSTREAM_ADAPT__CONTEXT": "128", "LOGSTREAM_ADAPT__RELEARN_LINES": "50",
+            "LOGSTREAM_ADAPT__CHECK_INTERVAL_S": "1"})
+        scenario.create_topics()
+        kafka = scenario.kafka
+        reader = TopicReader(broker.bootstrap_servers, [kafka.scores_topic])
+        worker = scenario.worker("adapting")
+        try:
+            send(broker.bootstrap_servers, kafka.input_topic, lines[:300])
+            reader.wait_for(lambda: metric(scenario.metrics_port, "logstream_model_swaps_total") >= 1,
+                            "a fine-tuning round to be swapped in", workers=[worker])
+            send(broker.bootstrap_servers, kafka.input_topic, lines[300:360])
+            reader.wait_for(lambda: len(reader.values(kafka.scores_topic)) >= 360, "every line scored",
+                            workers=[worker])
+            records = reader.values(kafka.scores_topic)
+            assert sorted((r["partition"], r["offset"]) for r in records) == sorted(
+                {(r["partition"], r["offset"]) for r in records})  # each line once: none lost, none twice
+            adapted = records[-1]["model_version"]
+            assert adapted != base_version and records[0]["model_version"] == base_version
+            assert (store / "versions" / adapted / "model.safetensors").exists()
+
+            for name, value in scenario.env().items():
+                monkeypatch.setenv(name, value)
+            assert main(["model", "rollback"]) == 0
+            reader.wait_for(lambda: metric(scenario.metrics_port, "logstream_model_swaps_total") >= 2,
+                            "the rollback to be followed", workers=[worker])
+            send(broker.bootstrap_servers, kafka.input_topic, lines[360:420])
+            reader.wait_for(lambda: len(reader.values(kafka.scores_topic)) >= 420, "the last lines scored",
+                            workers=[worker])
+            assert reader.values(kafka.scores_topic)[-1]["model_version"] == base_version
+        finally:
+            worker.stop()
+            reader.close()
