@@ -282,12 +282,12 @@ def write_markdown(args, machine, sources, stream, results, perf, drain_cpu, ver
            "| source | lines | logstream false / 1k | logstream recall | Drain3 false / 1k | Drain3 recall |",
            "|---|---|---|---|---|---|"]
     for name in results["logstream"]:
-        ours, drain = results["logstream"][name], results["drain3"][name]
+        mine, drain = results["logstream"][name], results["drain3"][name]
         for _, _, bucket in BUCKETS:
-            (events, caught), (_, drain_caught) = ours.errors(bucket), drain.errors(bucket)
-            if ours.normal[bucket] + events == 0:
+            (events, caught), (_, drain_caught) = mine.errors(bucket), drain.errors(bucket)
+            if mine.normal[bucket] + events == 0:
                 continue
-            md.append(f"| {name} | {bucket} | {rate(ours.false_alerts[bucket], ours.normal[bucket])} | "
+            md.append(f"| {name} | {bucket} | {rate(mine.false_alerts[bucket], mine.normal[bucket])} | "
                       f"{recall(caught, events)} | {rate(drain.false_alerts[bucket], drain.normal[bucket])} | "
                       f"{recall(drain_caught, events)} |")
     md += ["", f"From the {GOAL_FROM_LINE:,}th line of each source on (goal: at most 1 false alert per 1,000 normal "

@@ -681,12 +681,13 @@ class NginxSite:
             busy.listen()
             bad = ["        proxy_buffer_sise 16k;",
                    "        location /old-shop/ { return 301 /;",
-                   f"        listen 127.0.0.1:{busy.getsockname()[1]};",
+                   f"        listen 127.0.0.1:{busy.getsockname()[1]};",  # nginx retries bind() 5 times
                    "        client_max_body_size 10q;",
-                   "        location /api/v2/ { proxy_pass http://shop_api_v2; }"]
-            for extra in bad + bad[:3]:
+                   "        location ~ ^/api/v2/ { proxy_pass http://shop_api/v2/; }"]
+            for extra in bad + bad:
                 self.write_conf(extra)
                 self.signal_master(signal.SIGHUP)
+                time.sleep(3 if "listen" in extra else 0.4)  # let the master finish before the next signal
                 one(("GET", "/", {}, None))
             busy.close()
             self.write_conf()
@@ -748,7 +749,10 @@ NGINX_HOW_ERRORS = ("permission_denied: chmod 000 on pages/assets; upstream_down
 
 
 def source_nginx_access(args) -> Source:
-    """nginx access log (combined format) of the shop site; see NginxSite.break_all for the breakages."""
+    """nginx access log ('combined') of nginx 2 workers serving a static shop site and proxying /api/
+    to a python http.server upstream, driven by seeded browser/app/crawler/monitor/scanner traffic.
+    Broken (NginxSite.break_all): unreadable files, API killed/frozen/crashing/returning 500, oversized
+    bodies/headers/URIs, TLS to the HTTP port (worker kills and bad reloads leave no access lines)."""
     s = nginx_files_session(args.seed, args.lines)
     return Source("nginx_access", "nginx", s["version"], "nginx access log, 'combined' log_format",
                   NGINX_HOW_NORMAL, NGINX_HOW_ERRORS + " (only lines with status >= 400 are kept)",
@@ -756,7 +760,9 @@ def source_nginx_access(args) -> Source:
 
 
 def source_nginx_error(args) -> Source:
-    """nginx error log at 'info' level of the same run as nginx_access."""
+    """nginx error log at 'info' level of the same run as nginx_access (one nginx run serves both).
+    Broken: as nginx_access, plus workers SIGKILLed and SIGHUP reloads of broken configs (unknown
+    directive, missing brace, listen port in use, invalid size, URI in a regex location proxy_pass)."""
     s = nginx_files_session(args.seed, args.lines)
     return Source("nginx_error", "nginx", s["version"], "nginx error log ('error_log ... info')",
                   NGINX_HOW_NORMAL, NGINX_HOW_ERRORS + " (kept: warn+ levels and templates unseen in the normal phase)",
@@ -1489,22 +1495,28 @@ GENERATORS = {"nginx_access": source_nginx_access, "nginx_error": source_nginx_e
               "postgresql": source_postgresql, "alertmanager": source_alertmanager, "journald": source_journald}
 
 
+def write_atomic(path: str, text: str) -> None:
+    """Readers never see a half-written file."""
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
 def write_source(out: str, src: Source, max_lines: int) -> dict:
     d = os.path.join(out, src.name)
     os.makedirs(d, exist_ok=True)
     normal = src.normal[:max_lines]
-    with open(os.path.join(d, "normal.log"), "w") as f:
-        f.writelines(x + "\n" for x in normal)
-    with open(os.path.join(d, "errors.log"), "w") as f:
-        f.writelines(x + "\n" for x, _ in src.errors)
-    with open(os.path.join(d, "errors.jsonl"), "w") as f:
-        f.writelines(json.dumps({"line": x, "kind": k}) + "\n" for x, k in src.errors)
+    write_atomic(os.path.join(d, "normal.log"), "".join(x + "\n" for x in normal))
+    write_atomic(os.path.join(d, "errors.log"), "".join(x + "\n" for x, _ in src.errors))
+    write_atomic(os.path.join(d, "errors.jsonl"), "".join(json.dumps({"line": x, "kind": k}) + "\n"
+                                                          for x, k in src.errors))
     kinds: dict[str, int] = {}
     for _, k in src.errors:
         kinds[k] = kinds.get(k, 0) + 1
     return {"name": src.name, "program": src.program, "version": src.version, "format_hint": src.format_hint,
             "normal_lines": len(normal), "error_lines": len(src.errors), "error_kinds": kinds,
-            "how_normal": src.how_normal, "how_errors": src.how_errors}
+            "how_normal": src.how_normal, "how_errors": src.how_errors,
+            "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
 def main() -> int:
@@ -1554,9 +1566,7 @@ def main() -> int:
                 "seed": args.seed, "lines_per_source": args.lines,
                 "error_rule": __doc__.split("How normal and error lines are separated")[1].split("\n\nUsage")[0].strip(),
                 "sources": [entries[n] for n in SOURCES if n in entries]}
-    with open(manifest_path, "w") as f:
-        json.dump(manifest, f, indent=2)
-        f.write("\n")
+    write_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
     size = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(args.out) for fn in fns)
     say(f"done in {time.time() - t0:.0f}s; corpus {size / 1e6:.2f} MB in {args.out}"
         + (f"; failed/skipped: {', '.join(failed)}" if failed else ""))

@@ -72,6 +72,12 @@ class OnlineAdapter:
                 track.tail.append((stream, line))
                 track.recent.append(result.score)
 
+    def learn_normal(self, source: str, stream: str, line: str) -> None:
+        """A line an operator marked normal joins its source's sample for the next round."""
+        track = self.tracks.get(source)
+        if track is not None:
+            track.tail.append((stream, line))
+
     def familiar(self, source: str, calibrated: float | None) -> bool:
         track = self.tracks[source]
         if calibrated is None or len(track.recent) < 50:

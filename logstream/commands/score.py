@@ -20,56 +20,97 @@ def add_arguments(p):
     p.add_argument("files", nargs="+", help="log files, read in order")
     p.add_argument("--stream-key", help="regex keying streams inside lines (group 1 or whole match)")
     p.add_argument("--all", action="store_true", help="print every line's score, not only anomalies")
+    p.add_argument("--top", type=int, metavar="N", help="print only the N alerts most over their threshold, "
+                   "highest first, at the end")
     p.add_argument("--json", action="store_true", help="JSON lines output")
     p.add_argument("--batch", type=int, default=64, help="lines per forward pass")
+    p.add_argument("--no-adapt", dest="adapt", action="store_false",
+                   help="no continual fine-tuning (thresholds still adapt, unless scoring.adaptive.enabled is false)")
+    p.add_argument("--adapt-store", metavar="DIR", help="keep the model versions fine-tuned on these files here "
+                   "(default: a temporary directory, removed at the end)")
 
 
 def run(args, settings) -> int:
-    from ..scoring.explain import Explainer
-    from ..scoring.scorer import load_scorer
+    import tempfile
 
     import torch
+
+    from ..adapt.online import InlineAdaptation
+    from ..config import FormatPin
+    from ..adapt.store import ModelStore
+    from ..scoring.explain import Explainer
+    from ..scoring.scorer import load_scorer
 
     torch.set_num_threads(settings.model.torch_threads())
     key_pattern = args.stream_key or settings.scoring.stream_key
     key_re = re.compile(key_pattern) if key_pattern else None
+    if args.format:  # pinned for the scorer and for fine-tuning rounds alike
+        settings = settings.model_copy(update={"parsing": settings.parsing.model_copy(
+            update={"formats": [FormatPin(format=args.format), *settings.parsing.formats]})})
     scorer = load_scorer(settings.model.path, settings.model.device, settings.model.dtype,
                          settings.cache.engine_config(), threshold=settings.scoring.threshold,
-                         canonicalizer=settings.parsing.canonicalizer(args.format),
-                         adaptive=settings.scoring.adaptive_thresholds())
+                         canonicalizer=settings.parsing.canonicalizer(), adaptive=settings.scoring.adaptive_thresholds())
     explainer = Explainer(scorer)
     flagged = total = 0
+    top: list[tuple[float, str]] = []
+    # the same online learning as the worker: thresholds adapt per source, and rounds of fine-tuning run
+    # where the worker would start them (here in line, so the next lines are scored by the new model)
+    temporary = tempfile.TemporaryDirectory(prefix="logstream-score-") if args.adapt and not args.adapt_store else None
+    adaptation = None
+    if args.adapt and settings.adapt.enabled and scorer.adaptive is not None:
+        store = ModelStore(args.adapt_store or temporary.name, settings.model.path)
+        adaptation = InlineAdaptation(settings, store)
+
+    def show(stream, line, where, scored) -> str:
+        summary = explainer.explain(scored).summary if scored.is_anomaly else ""
+        if args.json:
+            return json.dumps({"where": where, "stream": stream, "score": round(scored.score, 4),
+                               "threshold": scored.threshold, "anomaly": scored.is_anomaly,
+                               "threshold_how": scored.verdict.how if scored.verdict else None,
+                               "model_version": scorer.model_version, "line": line, "explanation": summary})
+        mark = "ALERT" if scored.is_anomaly else "     "
+        return f"{mark} {scored.score:7.3f} {where} {line}" + (f"\n      {summary}" if summary else "")
 
     def emit(batch):
-        nonlocal flagged, total
-        for (stream, line, where), scored in zip(batch, scorer.score([(s, l) for s, l, _ in batch])):
+        nonlocal flagged, total, scorer, explainer
+        entries = [(s, l) for s, l, _ in batch]
+        results = scorer.score(entries)
+        for (stream, line, where), scored in zip(batch, results):
             total += 1
             flagged += scored.is_anomaly
-            if not (args.all or scored.is_anomaly):
-                continue
-            summary = explainer.explain(scored).summary if scored.is_anomaly else ""
-            if args.json:
-                print(json.dumps({"where": where, "stream": stream, "score": round(scored.score, 4),
-                                  "threshold": scored.threshold, "anomaly": scored.is_anomaly,
-                                  "line": line, "explanation": summary}))
-            else:
-                mark = "ALERT" if scored.is_anomaly else "     "
-                print(f"{mark} {scored.score:7.3f} {where} {line}" + (f"\n      {summary}" if summary else ""))
+            if args.top and scored.is_anomaly:
+                top.append((scored.score - scored.threshold, show(stream, line, where, scored)))
+            elif not args.top and (args.all or scored.is_anomaly):
+                print(show(stream, line, where, scored))
+        if adaptation is not None:
+            before = scorer
+            scorer = adaptation.after_batch(scorer, entries, results)
+            if scorer is not before:
+                explainer = Explainer(scorer)
+                print(f"fine-tuned on {', '.join(adaptation.rounds[-1]['sources'])}: now model "
+                      f"{scorer.model_version}", file=sys.stderr)
 
-    batch = []
-    for path in args.files:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for number, raw in enumerate(f, 1):
-                line = raw.rstrip("\r\n")
-                if not line.strip():
-                    continue
-                key = key_of(key_re, line) if key_re else None
-                stream = key if key is not None else path
-                batch.append((stream, line, f"{path}:{number}"))
-                if len(batch) >= args.batch:
-                    emit(batch)
-                    batch = []
-    if batch:
-        emit(batch)
-    print(f"{flagged} of {total} lines over threshold", file=sys.stderr)
+    try:
+        batch = []
+        for path in args.files:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                for number, raw in enumerate(f, 1):
+                    line = raw.rstrip("\r\n")
+                    if not line.strip():
+                        continue
+                    key = key_of(key_re, line) if key_re else None
+                    stream = key if key is not None else path
+                    batch.append((stream, line, f"{path}:{number}"))
+                    if len(batch) >= args.batch:
+                        emit(batch)
+                        batch = []
+        if batch:
+            emit(batch)
+    finally:
+        if temporary is not None:
+            temporary.cleanup()
+    for _, text in sorted(top, key=lambda t: -t[0])[: args.top or 0]:
+        print(text)
+    rounds = f"; {len(adaptation.rounds)} fine-tuning rounds" if adaptation and adaptation.rounds else ""
+    print(f"{flagged} of {total} lines alerted{rounds}", file=sys.stderr)
     return 0

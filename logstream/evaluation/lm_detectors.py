@@ -32,6 +32,7 @@ import numpy as np
 
 from ..cache import EngineConfig
 from ..canonical import Canonicalizer
+from ..config import Settings
 from ..scoring.aggregate import AGGREGATES
 from ..scoring.calibration import calibrate_threshold
 from ..scoring.scorer import LineScore, LineScorer, load_scorer
@@ -83,10 +84,10 @@ class SplitModel:
     def scores(self, mode: str, entries: list[LogEntry]) -> list[LineScore]:
         key = (mode, id(entries))
         if key not in self._scored:
-            self._scored[key] = score_entries(self._scorer(mode), mode, entries)
+            self._scored[key] = score_entries(self.scorer(mode), mode, entries)
         return self._scored[key]
 
-    def _scorer(self, mode: str) -> LineScorer:
+    def scorer(self, mode: str) -> LineScorer:
         config = EngineConfig(window=self.window, slots=64)
         scorer = load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config,
                              canonicalizer=Canonicalizer(self.pins))
@@ -158,7 +159,8 @@ COLD_MARGIN = -1e6  # a line no threshold was in force for (a source's cold star
 
 
 class LiveDetector:
-    """``lm-live``: the service's own decision, thresholds adapting online (``scoring.adaptive``).
+    """``lm-live``: the service's own decision: thresholds adapting online (``scoring.adaptive``) and,
+    with ``adapt.enabled``, rounds of continual fine-tuning where the worker would start them.
 
     The scorer first reads the split's normal training and calibration lines in order, as the service
     would have before the test part (windows and adaptive thresholds warm), then the test part in
@@ -167,10 +169,11 @@ class LiveDetector:
     threshold of 0 alerts exactly where the service alerts; best F1 and the curves rank the margins.
     """
 
-    def __init__(self, shared: SplitModel, adaptive_settings):
-        self.shared, self.adaptive_settings = shared, adaptive_settings
+    def __init__(self, shared: SplitModel, settings):
+        self.shared, self.settings = shared, settings
         self.name = "lm-live"
         self.threshold = 0.0
+        self.rounds: list[dict] = []
         self._history: list[LogEntry] = []
 
     def fit(self, train: list[LogEntry], calibration: list[LogEntry], target_false_alert_rate: float) -> None:
@@ -178,14 +181,34 @@ class LiveDetector:
         self._history = sorted(train + calibration, key=lambda e: e.index)
 
     def score(self, entries: list[LogEntry]) -> np.ndarray:
-        from ..scoring.adaptive import AdaptiveThresholds
+        import tempfile
 
-        scorer = self.shared._scorer("stream")
-        scorer.adaptive = AdaptiveThresholds(self.adaptive_settings)
-        score_entries(scorer, "live (history)", self._history)
-        scored = score_entries(scorer, "live", entries)
+        from ..adapt.online import InlineAdaptation
+        from ..adapt.store import ModelStore
+
+        scorer = self.shared.scorer("stream")
+        scorer.adaptive = self.settings.scoring.adaptive_thresholds()
+        with tempfile.TemporaryDirectory(prefix="logstream-eval-adapt-") as store:
+            adaptation = (InlineAdaptation(self.settings, ModelStore(store, self.shared.model_dir))
+                          if self.settings.adapt.enabled and scorer.adaptive is not None else None)
+            scorer, _ = self._replay(scorer, adaptation, self._history, "live (history)")
+            scorer, scored = self._replay(scorer, adaptation, entries, "live")
+            self.rounds = adaptation.rounds if adaptation else []
         return np.array([COLD_MARGIN + s.score if s.threshold is None else s.score - s.threshold for s in scored],
                         dtype=np.float64)
+
+    @staticmethod
+    def _replay(scorer, adaptation, entries: list[LogEntry], what: str, batch: int = 64):
+        from tqdm.auto import tqdm
+
+        out = []
+        for at in tqdm(range(0, len(entries), batch), desc=f"scoring ({what})", unit="batch", leave=False):
+            pairs = [(e.stream, e.line) for e in entries[at:at + batch]]
+            scored = scorer.score(pairs)
+            out += scored
+            if adaptation is not None:
+                scorer = adaptation.after_batch(scorer, pairs, scored)
+        return scorer, out
 
 
 def lm_detectors(spec, settings, args) -> list:
@@ -197,8 +220,7 @@ def lm_detectors(spec, settings, args) -> list:
     aggregates = getattr(args, "lm_aggregates", None) or list(AGGREGATES)
     detectors = [LanguageModelDetector(shared, "stream", agg) for agg in aggregates]
     detectors += [LanguageModelDetector(shared, mode, "mean") for mode in ("no-context", "window-no-sink")]
-    if settings is None or settings.scoring.adaptive.enabled:
-        from ..config import AdaptiveSettings
-
-        detectors.insert(0, LiveDetector(shared, settings.scoring.adaptive if settings else AdaptiveSettings()))
+    settings = settings or Settings()
+    if settings.scoring.adaptive.enabled:
+        detectors.insert(0, LiveDetector(shared, settings))
     return detectors

@@ -27,6 +27,7 @@ plain JSON (templates as text, re-mined on load: no pickles), so a restart is no
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
@@ -35,6 +36,8 @@ from drain3 import TemplateMiner
 from drain3.template_miner_config import TemplateMinerConfig
 
 from ..config import AdaptiveSettings
+
+logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
 
 STATE_VERSION = 1
 MIN_FAMILIAR_LINES = 20  # lines of a source before its familiarity to the model is judged

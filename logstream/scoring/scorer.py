@@ -156,13 +156,15 @@ class LineScorer:
             return stream
         return f"format:{self.canonicalizer.format_of(stream) or canonical.format}"
 
-    def mark_normal(self, stream: str, line: str, score: float) -> bool:
-        """An operator says this line (and lines like it) is normal; False when thresholds are fixed."""
+    def mark_normal(self, stream: str, line: str, score: float) -> str | None:
+        """An operator says this line (and lines like it) is normal; returns its source, or None when
+        thresholds are fixed."""
         if self.adaptive is None:
-            return False
+            return None
         canonical, masked, _ = self.encode(stream, line)
-        self.adaptive.mark_normal(self.source_of(stream, canonical), masked, score)
-        return True
+        source = self.source_of(stream, canonical)
+        self.adaptive.mark_normal(source, masked, score)
+        return source
 
     def _adapt(self, scored: list[LineScore]) -> None:
         """Judge each line against its source's recent normal lines, in arrival order, and learn from it."""

@@ -220,10 +220,16 @@ class ModelWorker:
         """Serve another model version of the store; scoring waits for it (nothing is lost)."""
         await asyncio.get_running_loop().run_in_executor(self._executor, self._swap, version)
 
+    def _mark_normal(self, stream: str, line: str, score: float) -> bool:
+        source = self.scorer.mark_normal(stream, line, score)
+        if source is not None and self.adapter is not None:
+            self.adapter.learn_normal(source, stream, line)  # and the next fine-tuning round learns it
+        return source is not None
+
     async def mark_normal(self, stream: str, line: str, score: float) -> bool:
         """Apply an operator's "this was normal" to the adaptive thresholds (on the model thread)."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, self.scorer.mark_normal, stream,
-                                                                line, score)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._mark_normal, stream, line,
+                                                                score)
 
     async def drop_streams(self, stream_ids: list[str]) -> int:
         """Forget these streams' windows (their partitions moved away); returns how many were known."""
