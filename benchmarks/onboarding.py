@@ -50,6 +50,7 @@ def parse_args(argv=None):
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--no-adapt", dest="adapt", action="store_false", help="adaptive thresholds only, no fine-tuning")
     p.add_argument("--sources", help="comma-separated source names (default: every source in the manifest)")
+    p.add_argument("--dump", type=Path, help="write every line's decision here (JSON lines), to study them")
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "results")
     return p.parse_args(argv)
 
@@ -184,6 +185,45 @@ def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Pat
         "adapt": settings.adapt.model_dump(mode="json") if adapt else None, "rounds": rounds}
 
 
+def throughput_while_training(stream: list[Line], batch: int, lines: int = 3000, repeats: int = 2) -> dict:
+    """Scoring lines/s alone and while a fine-tuning round runs in the background exactly as the worker
+    starts it (``nice``, ``adapt.threads``), alternated ``repeats`` times; the same lines each time."""
+    import subprocess
+
+    settings = Settings()
+    sample = [(line.source, line.text) for line in stream[:lines]]
+    recent = Path(tempfile.mkdtemp(prefix="onboarding-round-"))
+    with (recent / "recent.jsonl").open("w") as f:
+        for stream_id, text in sample[:2000]:
+            f.write(json.dumps({"stream": stream_id, "line": text}) + "\n")
+
+    def score_all() -> float:
+        scorer = load_scorer(settings.model.path, device="cpu", dtype="float32",
+                             engine_config=settings.cache.engine_config(), adaptive=settings.scoring.adaptive_thresholds())
+        started = time.perf_counter()
+        for at in range(0, len(sample), batch):
+            scorer.score(sample[at:at + batch])
+        return len(sample) / (time.perf_counter() - started)
+
+    alone, training = [], []
+    for _ in range(repeats):
+        alone.append(score_all())
+        command = ["nice", "-n", str(settings.adapt.nice), sys.executable, "-m", "pipelines.finetune", "--base",
+                   str(settings.model.path), "--recent", str(recent / "recent.jsonl"), "--out", str(recent / "m"),
+                   "--sources", "throughput"]
+        env = {**os.environ, "OMP_NUM_THREADS": str(settings.adapt.threads), "TQDM_DISABLE": "1",
+               "LOGSTREAM_ADAPT__STEPS": "400"}  # long enough to outlast the scoring
+        trainer = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(8)  # past its start-up, into training
+        try:
+            training.append(score_all())
+        finally:
+            trainer.kill()
+            trainer.wait()
+    return {"alone": alone, "training": training, "ratio": sum(training) / sum(alone), "lines": len(sample),
+            "threads": settings.adapt.threads, "nice": settings.adapt.nice}
+
+
 def tally(stream: list[Line], alerts: list[bool]) -> dict[str, Tally]:
     out: dict[str, Tally] = {}
     for line, alerted in zip(stream, alerts):
@@ -247,6 +287,17 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as store_dir:
         ours, verdicts, perf = logstream_alerts(stream, args.batch, args.adapt, Path(store_dir))
     results = {"logstream": tally(stream, ours), "drain3": tally(stream, drain)}
+    if args.dump:
+        with args.dump.open("w") as f:
+            for line, scored, alerted, drained in zip(stream, verdicts, ours, drain):
+                v = scored.verdict
+                f.write(json.dumps({"source": line.source, "position": line.position, "error": line.error,
+                                    "event": line.event, "alert": alerted, "drain": drained,
+                                    "score": round(scored.score, 3), "threshold": scored.threshold,
+                                    "aggregates": {k: round(x, 3) for k, x in scored.aggregates.items()},
+                                    "how": v.how if v else None, "template": v.template if v else None,
+                                    "masked": scored.masked}) + "\n")
+    perf["throughput"] = throughput_while_training(stream, args.batch) if args.adapt else None
     args.out.mkdir(parents=True, exist_ok=True)
     plot(results, args.out / "onboarding.png")
     write_markdown(args, machine, sources, stream, results, perf, drain_cpu, verdicts, ours, started)
@@ -311,6 +362,13 @@ def write_markdown(args, machine, sources, stream, results, perf, drain_cpu, ver
            f"- logstream alerts by how their threshold was set: "
            + ", ".join(f"{k}: {v}" for k, v in sorted(hows.items())) + ".",
            f"- adaptive settings: `{json.dumps(perf['adaptive'])}`"]
+    if perf["throughput"]:
+        t = perf["throughput"]
+        md += [f"- scoring while a fine-tuning round runs beside it (the worker's way: another process, "
+               f"`nice -n {t['nice']}`, {t['threads']} thread): {sum(t['training']) / len(t['training']):.0f} lines/s "
+               f"against {sum(t['alone']) / len(t['alone']):.0f} alone, **{100 * t['ratio']:.0f}%** (goal: at least "
+               f"70%; {t['lines']:,} lines, alternated {len(t['alone'])} times; rates: alone "
+               f"{', '.join(f'{x:.0f}' for x in t['alone'])}, training {', '.join(f'{x:.0f}' for x in t['training'])})."]
     if perf["rounds"]:
         md += [f"- fine-tuning settings: `{json.dumps(perf['adapt'])}`", "", "Fine-tuning rounds (in line here; the "
                "worker trains them in a background process):", "",
