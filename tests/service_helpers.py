@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
+import urllib.request
 import uuid
 import warnings
 from collections.abc import Callable
@@ -30,6 +32,16 @@ from logstream.service.worker_process import WorkerProcess
 
 PARTITIONS = 4
 RESULT_TIMEOUT_S = 240.0  # a worker loads torch and the model and joins its group first: generous
+
+
+def metric(port: int, name: str) -> float:
+    """A sample of a worker's Prometheus endpoint (0 while the endpoint is not up yet or lacks it)."""
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    except OSError:
+        return 0.0
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+    return float(found.group(1)) if found else 0.0
 
 
 def model_dir_or_skip() -> Path:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 import urllib.request
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from logstream.cli import main
 from logstream.service.broker import EmbeddedBroker
 from logstream.synth import SyntheticLogs
-from service_helpers import KafkaProducer, Scenario, TopicReader, model_dir_or_skip
+from service_helpers import KafkaProducer, Scenario, TopicReader, metric, model_dir_or_skip
 
 pytestmark = pytest.mark.slow
 
@@ -38,16 +37,6 @@ def send(bootstrap: str, topic: str, lines: list[str], stream: bytes = b"dn-1") 
         producer.flush()
     finally:
         producer.close()
-
-
-def marks_applied(port: int) -> float:
-    """The worker's logstream_feedback_applied_total (0 while its endpoint is not up yet)."""
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    except OSError:
-        return 0.0
-    found = re.search(r"^logstream_feedback_applied_total (\S+)$", text, re.M)
-    return float(found.group(1)) if found else 0.0
 
 
 def alerts_for(reader: TopicReader, topic: str, needle: str) -> list[dict]:
@@ -74,7 +63,7 @@ def test_marked_normal_stops_similar_alerts_keeps_errors_and_survives_a_restart(
                 monkeypatch.setenv(name, value)
             assert main(["feedback", false_alert["alert_id"], "normal", "--bootstrap-servers",
                          broker.bootstrap_servers]) == 0
-            reader.wait_for(lambda: marks_applied(scenario.metrics_port) >= 1, "the mark to be applied",
+            reader.wait_for(lambda: metric(scenario.metrics_port, "logstream_feedback_applied_total") >= 1, "the mark to be applied",
                             workers=[worker])
 
             scored_before = len(reader.values(kafka.scores_topic))
@@ -101,7 +90,7 @@ def test_marked_normal_stops_similar_alerts_keeps_errors_and_survives_a_restart(
         # a fresh worker reads the feedback topic from the beginning: both marks hold
         restarted = scenario.worker("restarted")
         try:
-            reader.wait_for(lambda: marks_applied(scenario.metrics_port) >= 2, "both marks to be re-applied",
+            reader.wait_for(lambda: metric(scenario.metrics_port, "logstream_feedback_applied_total") >= 2, "both marks to be re-applied",
                             workers=[restarted])
             scored_before = len(reader.values(kafka.scores_topic))
             send(broker.bootstrap_servers, kafka.input_topic,

@@ -4,8 +4,6 @@ operator's rollback is followed."""
 
 from __future__ import annotations
 
-import re
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -13,21 +11,12 @@ import pytest
 from logstream.cli import main
 from logstream.scoring.card import ModelCard
 from logstream.service.broker import EmbeddedBroker
-from service_helpers import KafkaProducer, Scenario, TopicReader, model_dir_or_skip
+from service_helpers import KafkaProducer, Scenario, TopicReader, metric, model_dir_or_skip
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 FOREIGN = ROOT / "benchmarks" / "data" / "onboarding" / "postgresql" / "normal.log"
-
-
-def metric(port: int, name: str) -> float:
-    try:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
-    except OSError:
-        return 0.0
-    found = re.search(rf"^{name} (\S+)$", text, re.M)
-    return float(found.group(1)) if found else 0.0
 
 
 def send(bootstrap: str, topic: str, lines: list[str]) -> None:
