@@ -78,12 +78,15 @@ class AdaptiveSettings(Section):
                                   "lines so far is under this times the model's calibrated threshold")
     history: int = Field(256, ge=8, description="recent normal scores kept per template")
     min_template_lines: int = Field(20, ge=1, description="normal lines a template needs for its own threshold")
-    quantile: float = Field(0.99, gt=0, lt=1, description="of a template's recent normal scores")
-    margin: float = Field(1.0, ge=0, description="nats above the quantile, at least")
+    quantile: float = Field(0.999, gt=0, lt=1, description="of a template's recent normal scores")
+    margin: float = Field(3.0, ge=0, description="nats above the quantile, at least")
     iqr_margin: float = Field(3.0, ge=0, description="interquartile ranges above the quantile, if wider")
     novel_history: int = Field(512, ge=8, description="recent new-template scores kept per source")
-    novel_quantile: float = Field(0.99, gt=0, lt=1, description="of the source's recent new-template scores")
+    novel_quantile: float = Field(0.999, gt=0, lt=1, description="of the source's recent new-template scores")
     feedback_margin: float = Field(3.0, ge=0, description="nats above a marked-normal line before alerting again")
+    rare_level_share: float = Field(0.005, ge=0, le=1, description="a line at a level other than TRACE, DEBUG, "
+                                    "INFO or NOTICE alerts when that level is under this share of the source's "
+                                    "normal lines (0 turns the rule off)")
     similarity: float = Field(0.5, gt=0, le=1, description="drain3 similarity for online template clustering")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from logstream.config import AdaptiveSettings
-from logstream.scoring.adaptive import CALIBRATED, COLD, FEEDBACK, NOVEL, TEMPLATE, AdaptiveThresholds
+from logstream.scoring.adaptive import CALIBRATED, COLD, FEEDBACK, NOVEL, RARE_LEVEL, TEMPLATE, AdaptiveThresholds
 
 CONFIG = AdaptiveSettings(cold_start_lines=50, min_template_lines=10, history=64, margin=1.0, iqr_margin=3.0)
 USERS = ("alice", "bob", "carol", "dave")
@@ -65,6 +65,19 @@ def test_a_new_template_is_judged_against_the_sources_new_templates():
     assert novel.how == NOVEL and novel.anomaly
     plain = adaptive.judge("src", "kernel: Out of memory: Kill process <N4> (java)", 2.5)
     assert not plain.anomaly
+
+
+def test_a_level_the_source_rarely_writes_alerts_however_plain_its_words():
+    adaptive = AdaptiveThresholds(CONFIG)
+    for i in range(400):
+        level = "WARN" if i % 25 == 0 else "INFO"  # 4% of this source's lines are warnings: routine
+        adaptive.learn("src", f"request {i % 7} served", 2.0, level=level)
+    plain = "request <N1> served"
+    error = adaptive.judge("src", plain, 2.0, level="ERROR")
+    assert error.anomaly and error.how == RARE_LEVEL and "ERROR lines are 0.25%" in error.note
+    assert not adaptive.judge("src", plain, 2.0, level="WARN").anomaly
+    assert not adaptive.judge("src", plain, 2.0, level="DEBUG").anomaly  # low levels never alert by level
+    assert adaptive.judge("src", plain, 2.0, level="DETAIL").anomaly  # a level word no format ranks
 
 
 def test_sources_learn_apart():

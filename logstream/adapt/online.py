@@ -30,6 +30,9 @@ from pipelines.corpus import Corpus
 from ..config import AdaptSettings
 
 
+NEARLY_DUE = 0.75  # a source this far to its next round joins a round another source asked for
+
+
 @dataclass
 class _Track:
     tail: deque  # (stream, line) of recent lines that did not alert
@@ -85,9 +88,14 @@ class OnlineAdapter:
         return float(np.median(track.recent)) <= self.familiar_ratio * calibrated
 
     def due(self, calibrated: float | None) -> list[str]:
-        """The sources that ask for a fine-tuning round now."""
+        """The sources that ask for a fine-tuning round now, with those nearly due (a round is shared:
+        sources that start together are learned in one round, not in rounds back to back)."""
+        asking = [source for source, track in self.tracks.items()
+                  if track.lines >= track.next_round and not self.familiar(source, calibrated)]
+        if not asking:
+            return []
         return [source for source, track in self.tracks.items()
-                if track.lines >= track.next_round and not self.familiar(source, calibrated)]
+                if track.lines >= NEARLY_DUE * track.next_round and not self.familiar(source, calibrated)]
 
     def plan(self, due: list[str]) -> Round:
         """The round for the sources that asked: every source's kept lines, grouped by stream, in order."""

@@ -17,6 +17,12 @@ source has shown, per template:
   like what it was calibrated on (the median score of its lines so far is under ``familiar_ratio``
   times that threshold); otherwise those lines only teach and none alerts: on a format the model
   never saw, a fixed threshold floods (every line of a dpkg log, measured).
+* **Rare levels.** A line at a level that is not routine (WARN, ERROR, FATAL, or a level word a
+  format does not rank, like PostgreSQL's DETAIL) alerts when that level is under
+  ``rare_level_share`` of the source's normal lines: ERROR in a source that never writes ERROR is
+  news however plain its words (measured: the level alone finds most of the injected errors of the
+  onboarding benchmark without a false alert, where one token of surprise in a line is diluted in
+  its mean).
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
   the scores of the lines it was marked on.
 
@@ -46,6 +52,10 @@ CALIBRATED = "calibrated"
 TEMPLATE = "template"
 NOVEL = "new template"
 FEEDBACK = "marked normal"
+RARE_LEVEL = "rare level"
+# levels that are not a sign of trouble by themselves; any other (WARN, ERROR, FATAL, or a level word a
+# format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
+LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
 
 
 @dataclass
@@ -77,6 +87,7 @@ class _Source:
     templates: dict[int, _Template] = field(default_factory=dict)
     novel: deque = field(default_factory=deque)
     first: list = field(default_factory=list)  # scores of the cold start's lines (familiarity)
+    levels: dict = field(default_factory=dict)  # level -> normal lines that carried it
 
 
 def _quantiles(values, q: float) -> tuple[float, float]:
@@ -93,11 +104,32 @@ class AdaptiveThresholds:
 
     # -- deciding -------------------------------------------------------------------------------
 
-    def judge(self, source: str, masked: str, score: float, calibrated: float | None = None) -> Verdict:
+    def judge(self, source: str, masked: str, score: float, calibrated: float | None = None,
+              level: str | None = None) -> Verdict:
         """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal).
 
         ``calibrated``: the model's own threshold for this line, used during a familiar source's cold start.
+        ``level``: the line's canonical level, for the rare-level rule.
         """
+        verdict = self._judge_score(source, masked, score, calibrated)
+        if verdict.anomaly or verdict.how in (COLD, CALIBRATED, FEEDBACK):
+            return verdict
+        state = self._sources[source]
+        share = self._level_share(state, level)
+        if share is not None and share < self.config.rare_level_share:
+            return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
+                           f"{level} lines are {100 * share:.2f}% of this source's last normal lines "
+                           f"(under {100 * self.config.rare_level_share:g}%)")
+        return verdict
+
+    def _level_share(self, state: _Source, level: str | None) -> float | None:
+        """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
+        if level is None or level in LOW_LEVELS:
+            return None
+        seen = sum(state.levels.values())
+        return (state.levels.get(level, 0) + 1) / (seen + 2)
+
+    def _judge_score(self, source: str, masked: str, score: float, calibrated: float | None) -> Verdict:
         cfg = self.config
         state = self._source(source)
         cluster = self._match(state, masked)
@@ -139,10 +171,11 @@ class AdaptiveThresholds:
 
     # -- learning -------------------------------------------------------------------------------
 
-    def learn(self, source: str, masked: str, score: float) -> None:
+    def learn(self, source: str, masked: str, score: float, level: str | None = None) -> None:
         """Take a line that did not alert as normal: its template's and its source's histories grow."""
         state = self._source(source)
         self._count(state, score)
+        state.levels[level] = state.levels.get(level, 0) + 1
         cluster_id, known = self._cluster(state, masked)
         template = state.templates.get(cluster_id)
         # a template an operator marked normal teaches its own history only: its lines scored high
@@ -227,6 +260,7 @@ class AdaptiveThresholds:
             clusters = {c.cluster_id: c.get_template() for c in state.miner.drain.clusters}
             sources[name] = {
                 "lines": state.lines, "novel": list(state.novel), "first": list(state.first),
+                "levels": [[level, count] for level, count in state.levels.items()],
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
                               for cid, t in state.templates.items() if cid in clusters]}
         return {"version": STATE_VERSION, "sources": sources}
@@ -240,6 +274,7 @@ class AdaptiveThresholds:
             state = self._source(name)
             state.lines = int(saved["lines"])
             state.first = list(saved.get("first", []))
+            state.levels = {level: count for level, count in saved.get("levels", [])}
             state.novel.extend(saved["novel"][-self.config.novel_history:])
             for item in saved["templates"]:
                 cluster_id = state.miner.add_log_message(item["template"])["cluster_id"]

@@ -170,12 +170,14 @@ class LineScorer:
         """Judge each line against its source's recent normal lines, in arrival order, and learn from it."""
         for line in scored:
             source = self.source_of(line.stream, line.canonical)
-            line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold)
+            level = line.canonical.level if line.canonical is not None else None
+            line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold,
+                                               level=level)
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly:
                 self.adaptive.seen(source, line.score)
             else:
-                self.adaptive.learn(source, line.masked, line.score)
+                self.adaptive.learn(source, line.masked, line.score, level=level)
 
     def token_texts(self, token_ids: list[int]) -> list[str]:
         return [self.tokenizer.decode([t]) for t in token_ids]
