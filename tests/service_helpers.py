@@ -62,7 +62,8 @@ class Scenario:
     workdir: Path
     settings: dict[str, str] = field(default_factory=dict)  # extra LOGSTREAM_ variables
     tag: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
-    metrics_port: int = field(default_factory=free_port)  # the worker's /metrics, /readyz, /feedback
+    metrics_port: int = field(default_factory=free_port)  # the latest worker's /metrics, /readyz, /feedback
+    _started: list = field(default_factory=list, repr=False)
 
     @property
     def input_topic(self) -> str:
@@ -115,6 +116,10 @@ class Scenario:
         }
 
     def worker(self, name: str = "worker", **env: str) -> WorkerProcess:
+        """Start a worker; each gets a metrics port of its own (``metrics_port`` is the latest one's)."""
+        if self._started:
+            self.metrics_port = free_port()
+        self._started.append(name)
         return WorkerProcess(self.bootstrap, self.workdir / f"{name}-{self.tag}.log",
                              env={**self.env(), **env}).start()
 
