@@ -72,10 +72,10 @@ class AdaptiveSettings(Section):
     source_by: Literal["format", "stream"] = Field("format", description="what a source is: 'format' (streams read in one log format "
                            "share what they learn) or 'stream' (each stream on its own)")
     cold_start_lines: int = Field(200, ge=0, description="a new source's first lines: its own thresholds are not "
-                                  "learned yet; they alert only against the model's calibrated threshold, and only "
-                                  "if the source looks familiar to the model")
-    familiar_ratio: float = Field(0.5, gt=0, description="a source looks familiar when the median score of its "
-                                  "lines so far is under this times the model's calibrated threshold")
+                                  "learned yet; only the model's calibrated threshold can alert, where it holds")
+    familiar_share: float = Field(0.002, ge=0, le=1, description="the model's calibrated threshold holds on a "
+                                  "source (and applies to it) while at most this share of the source's latest "
+                                  "lines score above it")
     history: int = Field(256, ge=8, description="recent normal scores kept per template")
     min_template_lines: int = Field(20, ge=1, description="normal lines a template needs for its own threshold")
     quantile: float = Field(0.999, gt=0, lt=1, description="of a template's recent normal scores")

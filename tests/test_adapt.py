@@ -87,12 +87,11 @@ def test_rounds_are_due_for_unfamiliar_sources_only_and_space_out():
     for at in range(0, 150, 50):
         entries = [("web-1", l) for l in known[at:at + 50]] + [("pg", l) for l in foreign[at:at + 50]]
         adapter.observe(scorer, entries, scorer.score(entries))
-    calibrated = scorer.calibration.threshold
-    due = adapter.due(calibrated)
+    due = adapter.due(scorer)
     assert due == ["format:postgresql"]  # PostgreSQL's lines; the web server's the model knows
     round_ = adapter.plan(due)
     assert set(round_.recent.streams) == {"web-1", "pg"} and round_.lines <= 300
-    assert adapter.due(calibrated) == []  # the next round waits for twice as many lines
+    assert adapter.due(scorer) == []  # the next round waits for twice as many lines
     assert adapter.tracks["format:postgresql"].next_round == 150 + 200
 
 

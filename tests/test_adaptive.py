@@ -36,15 +36,19 @@ def test_a_new_source_only_learns_at_first():
     assert adaptive.sources() == {"src": CONFIG.cold_start_lines}
 
 
-def test_a_cold_source_borrows_the_calibrated_threshold_only_if_it_looks_familiar():
-    adaptive = AdaptiveThresholds(CONFIG)
-    for i in range(30):  # the model knows this source: its lines score far under the calibrated 1.6
+def test_the_calibrated_threshold_applies_only_where_it_holds():
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"cold_start_lines": 100}))
+    for i in range(60):  # the model knows this source: its lines score far under the calibrated 1.6
         adaptive.learn("known", f"request {i % 3} served", 0.3)
         adaptive.learn("foreign", f"status installed pkg{i % 3}", 6.0)
-    familiar = adaptive.judge("known", "kernel panic", 3.0, calibrated=1.6)
+    assert adaptive.calibration_holds("known", 1.6) and not adaptive.calibration_holds("foreign", 1.6)
+    familiar = adaptive.judge("known", "kernel panic", 3.0, calibrated=1.6)  # still in its cold start
     assert familiar.anomaly and familiar.how == CALIBRATED and familiar.threshold == 1.6
     foreign = adaptive.judge("foreign", "kernel panic", 9.0, calibrated=1.6)
     assert not foreign.anomaly and foreign.how == COLD
+    for i in range(10):  # lines over the threshold, alerted or not, count against it
+        adaptive.seen("known", 2.0)
+    assert not adaptive.calibration_holds("known", 1.6)
 
 
 def test_a_known_template_alerts_only_far_above_its_own_scores():

@@ -2,10 +2,10 @@
 
 ``OnlineAdapter`` watches what the scorer scored. Per source it keeps the latest ``sample_lines``
 lines that did not alert (the raw lines, with their stream), and decides when a fine-tuning round
-is due: a source the model does not know well (the median score of its recent lines is above
-``familiar_ratio`` times the model's calibrated threshold) gets a round after
-``first_after_lines`` lines, the next after twice as many more, and so on up to
-``max_gap_lines``; a source the model knows needs none, until it drifts.
+is due: a source the model does not know well (its calibrated threshold does not hold there, see
+``AdaptiveThresholds.calibration_holds``) gets a round after ``first_after_lines`` lines, the next
+after twice as many more, and so on up to ``max_gap_lines``; a source the model knows needs none,
+until it drifts.
 
 A round trains on every source's kept lines (plus the model's replay sample, see
 ``pipelines.finetune``). When the new model is swapped in (``swap``): the shared sink prefix is
@@ -23,8 +23,6 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from pipelines.corpus import Corpus
 
 from ..config import AdaptSettings
@@ -36,7 +34,6 @@ NEARLY_DUE = 0.75  # a source this far to its next round joins a round another s
 @dataclass
 class _Track:
     tail: deque  # (stream, line) of recent lines that did not alert
-    recent: deque  # their scores, for the familiarity check
     lines: int = 0
     gap: int = 0
     next_round: int = 0
@@ -56,9 +53,8 @@ class Round:
 
 
 class OnlineAdapter:
-    def __init__(self, settings: AdaptSettings, familiar_ratio: float = 0.5):
+    def __init__(self, settings: AdaptSettings):
         self.settings = settings
-        self.familiar_ratio = familiar_ratio
         self.tracks: dict[str, _Track] = {}
 
     def observe(self, scorer, entries: list[tuple[str, str]], scored: list) -> None:
@@ -68,12 +64,11 @@ class OnlineAdapter:
             track = self.tracks.get(source)
             if track is None:
                 first = self.settings.first_after_lines
-                track = self.tracks[source] = _Track(deque(maxlen=self.settings.sample_lines), deque(maxlen=500),
-                                                     gap=first, next_round=first)
+                track = self.tracks[source] = _Track(deque(maxlen=self.settings.sample_lines), gap=first,
+                                                     next_round=first)
             track.lines += 1
             if not result.is_anomaly:
                 track.tail.append((stream, line))
-                track.recent.append(result.score)
 
     def learn_normal(self, source: str, stream: str, line: str) -> None:
         """A line an operator marked normal joins its source's sample for the next round."""
@@ -81,21 +76,17 @@ class OnlineAdapter:
         if track is not None:
             track.tail.append((stream, line))
 
-    def familiar(self, source: str, calibrated: float | None) -> bool:
-        track = self.tracks[source]
-        if calibrated is None or len(track.recent) < 50:
-            return False
-        return float(np.median(track.recent)) <= self.familiar_ratio * calibrated
-
-    def due(self, calibrated: float | None) -> list[str]:
+    def due(self, scorer) -> list[str]:
         """The sources that ask for a fine-tuning round now, with those nearly due (a round is shared:
         sources that start together are learned in one round, not in rounds back to back)."""
-        asking = [source for source, track in self.tracks.items()
-                  if track.lines >= track.next_round and not self.familiar(source, calibrated)]
-        if not asking:
+        calibrated = scorer.calibration.threshold if scorer.calibration else None
+
+        def unfamiliar(source: str) -> bool:
+            return scorer.adaptive is None or not scorer.adaptive.calibration_holds(source, calibrated)
+
+        if not any(t.lines >= t.next_round and unfamiliar(s) for s, t in self.tracks.items()):
             return []
-        return [source for source, track in self.tracks.items()
-                if track.lines >= NEARLY_DUE * track.next_round and not self.familiar(source, calibrated)]
+        return [s for s, t in self.tracks.items() if t.lines >= NEARLY_DUE * t.next_round and unfamiliar(s)]
 
     def plan(self, due: list[str]) -> Round:
         """The round for the sources that asked: every source's kept lines, grouped by stream, in order."""
@@ -135,7 +126,7 @@ class InlineAdaptation:
 
     def __init__(self, settings, store, progress: bool = False):
         self.settings, self.store, self.progress = settings, store, progress
-        self.adapter = OnlineAdapter(settings.adapt, settings.scoring.adaptive.familiar_ratio)
+        self.adapter = OnlineAdapter(settings.adapt)
         self.rounds: list[dict] = []  # what each round did (for reports)
         self.seen = 0  # lines scored so far
 
@@ -147,7 +138,7 @@ class InlineAdaptation:
 
         self.adapter.observe(scorer, entries, scored)
         self.seen += len(entries)
-        due = self.adapter.due(scorer.calibration.threshold if scorer.calibration else None)
+        due = self.adapter.due(scorer)
         if not due:
             return scorer
         round_ = self.adapter.plan(due)

@@ -12,11 +12,14 @@ source has shown, per template:
 * **New templates.** A line whose template the source has (almost) never shown is judged against
   the source's recent new-template lines: above their ``novel_quantile`` plus ``margin`` it alerts.
   A new normal message reads like the source's other new messages; an error usually reads stranger.
+* **The model's own calibration, where it holds.** The model card's calibrated threshold (set for
+  a 0.1% false-alert rate on normal lines like those it was trained on) also applies to a source
+  as long as it demonstrably holds there: at most ``familiar_share`` of the source's recent lines
+  score above it. On a format the model never saw it would flood (every line of a dpkg log,
+  measured) and does not apply; on the sources it knows it catches what the source's own
+  statistics are still too young to.
 * **Cold start.** For a source's first ``cold_start_lines`` lines there is no "normal" of its own
-  to be rarer than yet. The model's calibrated threshold is used then only if the source looks
-  like what it was calibrated on (the median score of its lines so far is under ``familiar_ratio``
-  times that threshold); otherwise those lines only teach and none alerts: on a format the model
-  never saw, a fixed threshold floods (every line of a dpkg log, measured).
+  to be rarer than yet: only the calibrated threshold (where it holds) can alert.
 * **Rare levels.** A line at a level that is not routine (WARN, ERROR, FATAL, or a level word a
   format does not rank, like PostgreSQL's DETAIL) alerts when that level is under
   ``rare_level_share`` of the source's normal lines: ERROR in a source that never writes ERROR is
@@ -46,7 +49,8 @@ from ..config import AdaptiveSettings
 logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
 
 STATE_VERSION = 1
-MIN_FAMILIAR_LINES = 20  # lines of a source before its familiarity to the model is judged
+MIN_FAMILIAR_LINES = 50  # lines of a source before the calibration is judged to hold on it
+RECENT_LINES = 1000  # a source's latest scores (alerted or not) on which that is judged
 COLD = "cold start"
 CALIBRATED = "calibrated"
 TEMPLATE = "template"
@@ -86,7 +90,7 @@ class _Source:
     lines: int = 0
     templates: dict[int, _Template] = field(default_factory=dict)
     novel: deque = field(default_factory=deque)
-    first: list = field(default_factory=list)  # scores of the cold start's lines (familiarity)
+    recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_LINES))  # latest scores, alerted or not
     levels: dict = field(default_factory=dict)  # level -> normal lines that carried it
 
 
@@ -108,19 +112,32 @@ class AdaptiveThresholds:
               level: str | None = None) -> Verdict:
         """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal).
 
-        ``calibrated``: the model's own threshold for this line, used during a familiar source's cold start.
+        ``calibrated``: the model's own threshold for this line, used where it holds (``calibration_holds``).
         ``level``: the line's canonical level, for the rare-level rule.
         """
-        verdict = self._judge_score(source, masked, score, calibrated)
-        if verdict.anomaly or verdict.how in (COLD, CALIBRATED, FEEDBACK):
+        verdict = self._judge_score(source, masked, score)
+        if verdict.anomaly or verdict.how == FEEDBACK:
             return verdict
         state = self._sources[source]
         share = self._level_share(state, level)
-        if share is not None and share < self.config.rare_level_share:
+        if verdict.how != COLD and share is not None and share < self.config.rare_level_share:
             return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
                            f"{level} lines are {100 * share:.2f}% of this source's last normal lines "
                            f"(under {100 * self.config.rare_level_share:g}%)")
+        if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
+            return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
+                           f"the model's calibrated threshold, which holds on this source (at most "
+                           f"{100 * self.config.familiar_share:g}% of its last {len(state.recent)} lines above it)")
         return verdict
+
+    def calibration_holds(self, source: str, calibrated: float | None) -> bool:
+        """Whether the model's calibrated threshold keeps its promise on this source: few enough of the
+        source's latest lines (alerted or not) score above it."""
+        state = self._sources.get(source)
+        if calibrated is None or state is None or len(state.recent) < MIN_FAMILIAR_LINES:
+            return False
+        above = sum(1 for s in state.recent if s > calibrated)
+        return above <= self.config.familiar_share * len(state.recent)
 
     def _level_share(self, state: _Source, level: str | None) -> float | None:
         """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
@@ -129,7 +146,7 @@ class AdaptiveThresholds:
         seen = sum(state.levels.values())
         return (state.levels.get(level, 0) + 1) / (seen + 2)
 
-    def _judge_score(self, source: str, masked: str, score: float, calibrated: float | None) -> Verdict:
+    def _judge_score(self, source: str, masked: str, score: float) -> Verdict:
         cfg = self.config
         state = self._source(source)
         cluster = self._match(state, masked)
@@ -137,12 +154,6 @@ class AdaptiveThresholds:
         name = cluster.get_template() if cluster is not None else None
         cid = cluster.cluster_id if cluster is not None else None
         if state.lines < cfg.cold_start_lines:
-            if calibrated is not None and len(state.first) >= MIN_FAMILIAR_LINES:
-                median = float(np.median(state.first))
-                if median <= cfg.familiar_ratio * calibrated:
-                    return Verdict(score > calibrated, calibrated, CALIBRATED, name, cid, source,
-                                   f"the model's calibrated threshold: source {source!r} looks familiar (median "
-                                   f"score {median:.2f} over its first {len(state.first)} lines)")
             return Verdict(False, None, COLD, name, cid, source,
                            f"learning source {source!r}: line {state.lines + 1} of its first {cfg.cold_start_lines}")
         if template is not None and template.marked_normal_at is not None:
@@ -192,10 +203,7 @@ class AdaptiveThresholds:
         self._count(self._source(source), score)
 
     def _count(self, state: _Source, score: float) -> None:
-        if state.lines < self.config.cold_start_lines:
-            state.first.append(score)
-        else:
-            state.first.clear()
+        state.recent.append(score)
         state.lines += 1
 
     def mark_normal(self, source: str, masked: str, score: float) -> None:
@@ -259,7 +267,7 @@ class AdaptiveThresholds:
         for name, state in self._sources.items():
             clusters = {c.cluster_id: c.get_template() for c in state.miner.drain.clusters}
             sources[name] = {
-                "lines": state.lines, "novel": list(state.novel), "first": list(state.first),
+                "lines": state.lines, "novel": list(state.novel), "recent": list(state.recent),
                 "levels": [[level, count] for level, count in state.levels.items()],
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
                               for cid, t in state.templates.items() if cid in clusters]}
@@ -273,7 +281,7 @@ class AdaptiveThresholds:
         for name, saved in data["sources"].items():
             state = self._source(name)
             state.lines = int(saved["lines"])
-            state.first = list(saved.get("first", []))
+            state.recent.extend(saved.get("recent", []))
             state.levels = {level: count for level, count in saved.get("levels", [])}
             state.novel.extend(saved["novel"][-self.config.novel_history:])
             for item in saved["templates"]:

@@ -97,7 +97,7 @@ class ModelWorker:
         if self.settings.adapt.enabled and self.scorer.adaptive is not None:
             from ..adapt.online import OnlineAdapter
 
-            self.adapter = OnlineAdapter(self.settings.adapt, self.settings.scoring.adaptive.familiar_ratio)
+            self.adapter = OnlineAdapter(self.settings.adapt)
         warm, warming = self.scorer.thresholds()
         log.info("model %s loaded from %s in %.1f s (thresholds: %s warm, %s warming up)",
                  self.scorer.model_version, self.store.current(), time.monotonic() - started, warm, warming)
@@ -133,7 +133,7 @@ class ModelWorker:
     def _due_round(self):
         if self.adapter is None:
             return None
-        due = self.adapter.due(self.scorer.calibration.threshold if self.scorer.calibration else None)
+        due = self.adapter.due(self.scorer)
         return self.adapter.plan(due) if due else None
 
     def _swap(self, version: str) -> None:
