@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Callable
 
 MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -102,9 +103,14 @@ def _rfc5424(groups: dict) -> None:
 
 
 def _access_level(groups: dict) -> None:
-    """An access log has no level; the status class is one (the digit mask would hide 200 vs 500)."""
+    """An access log has no level: the status class gives one, and the status reads as its words
+    (``Forbidden``, ``Not Found``), since the number mask would make 403, 404 and 500 all ``<N3>``."""
     status = groups.get("status", "")
     groups["level"] = {"5": "ERROR", "4": "WARN"}.get(status[:1], "INFO")
+    try:
+        groups["event"] = HTTPStatus(int(status)).phrase
+    except ValueError:
+        groups["event"] = f"status {status}"
 
 
 # --- the formats, most specific first -----------------------------------------------------------
@@ -186,7 +192,7 @@ FORMATS: tuple[LogFormat, ...] = (
         r"\[(?:(?P<component>[\w-]+):)?(?P<level>\w+)\](?: \[pid (?P<pid>\d+)(?::tid \d+)?\])? ?(?P<message>.*)$"),
     LogFormat(
         "access_log", "Apache/Nginx access log, common and combined: client ident user [time] \"request\" "
-        "status size ...; the status class sets the level",
+        "status size ...; the status class sets the level, the status reads as its reason phrase",
         rf"^(?P<client>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<timestamp>\d{{2}}/{MONTH}/\d{{4}}:\d{{2}}:\d{{2}}:"
         r"\d{2} [+-]\d{4})\] (?P<message>\"[^\"]*\" (?P<status>\d{3}) .*)$",
         post=_access_level),
