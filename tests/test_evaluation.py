@@ -313,3 +313,29 @@ def test_eval_and_score_give_the_same_score_to_the_same_line(tmp_path, capsys):
     assert len(printed) == len(evaluated) == 96
     for row, scored in zip(printed, evaluated):
         assert row["score"] == pytest.approx(scored.score, abs=1e-4)
+
+
+def test_lm_live_alerts_where_the_service_would(tmp_path):
+    """``lm-live`` judges the test part with the service's adaptive decision: its margins are over 0
+    exactly for the lines the service alerts on (here an ERROR line in a stream that writes none)."""
+    import itertools
+
+    from logstream.config import DEFAULT_MODEL_DIR, Settings
+    from logstream.evaluation.lm_detectors import COLD_MARGIN, LiveDetector, SplitModel
+    from logstream.synth import SyntheticLogs
+
+    lines = [f"- {e.line}" for e in itertools.islice(SyntheticLogs(seed=5, anomaly_rate=0, services={"hdfs": 1}), 400)]
+    lines.insert(330, "E 240304 091500 19 ERROR dfs.DataNode: java.io.IOException: No space left on device")
+    log = tmp_path / "hdfs.log"
+    log.write_text("\n".join(lines) + "\n")
+    spec = parse_spec({"files": [str(log)], "labels": {"level": "line", "pattern": r"^(?P<label>\S+)\s+", "normal": "-"},
+                       "split": {"kind": "chronological", "train_fraction": 0.5}}, tmp_path)
+    split = make_splits(load_dataset(spec))[0]
+    settings = Settings(scoring={"adaptive": {"cold_start_lines": 50}}, adapt={"enabled": False})
+    detector = LiveDetector(SplitModel(train_steps=0, model_dir=DEFAULT_MODEL_DIR), settings)
+    detector.fit(split.train, split.calibration, 0.001)
+    margins = detector.score(split.test)
+    labels = np.array([e.label for e in split.test])
+    assert labels.sum() == 1 and margins[labels == 1][0] > detector.threshold == 0.0
+    assert (margins[labels == 0] <= 0).mean() > 0.99  # nearly every normal line stays quiet
+    assert not (margins < COLD_MARGIN / 2).any()  # the training part warmed the source: no cold start left
