@@ -103,8 +103,9 @@ class Tally:
 
 
 def error_events(path: Path) -> list[list[dict]]:
-    """The error lines grouped into events: what one breakage wrote at once (consecutive lines of one
-    kind with the same time stamp, e.g. PostgreSQL's ERROR and its STATEMENT line)."""
+    """The error lines grouped into events: what one breakage wrote at once. Consecutive lines of one
+    kind from the same process (PostgreSQL's ERROR with its DETAIL, HINT and STATEMENT lines), or,
+    where lines carry no pid, with the same time stamp to the second."""
     canonicalizer = Canonicalizer()
     events: list[list[dict]] = []
     last = None
@@ -112,8 +113,9 @@ def error_events(path: Path) -> list[list[dict]]:
         if not row.strip():
             continue
         item = json.loads(row)
-        stamp = canonicalizer.read("errors", item["line"]).timestamp
-        key = (item["kind"], (stamp or "")[:19])
+        read = canonicalizer.read("errors", item["line"])
+        stamp = read.pid or (read.timestamp or "")[:19]
+        key = (item["kind"], stamp)
         if events and key == last and stamp:
             events[-1].append(item)
         else:
