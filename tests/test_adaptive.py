@@ -78,7 +78,7 @@ def test_a_level_the_source_rarely_writes_alerts_however_plain_its_words():
         adaptive.learn("src", f"request {i % 7} served", 2.0, level=level)
     plain = "request <N1> served"
     error = adaptive.judge("src", plain, 2.0, level="ERROR")
-    assert error.anomaly and error.how == RARE_LEVEL and "ERROR lines are 0.25%" in error.note
+    assert error.anomaly and error.how == RARE_LEVEL and "ERROR lines are 0.25% of this source's normal lines" in error.note
     assert not adaptive.judge("src", plain, 2.0, level="WARN").anomaly
     assert not adaptive.judge("src", plain, 2.0, level="DEBUG").anomaly  # low levels never alert by level
     assert adaptive.judge("src", plain, 2.0, level="DETAIL").anomaly  # a level word no format ranks

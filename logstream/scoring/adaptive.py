@@ -122,7 +122,7 @@ class AdaptiveThresholds:
         share = self._level_share(state, level)
         if verdict.how != COLD and share is not None and share < self.config.rare_level_share:
             return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
-                           f"{level} lines are {100 * share:.2f}% of this source's last normal lines "
+                           f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                            f"(under {100 * self.config.rare_level_share:g}%)")
         if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
             return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
