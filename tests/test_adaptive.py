@@ -8,7 +8,8 @@ import random
 import pytest
 
 from logstream.config import AdaptiveSettings
-from logstream.scoring.adaptive import CALIBRATED, COLD, FEEDBACK, NOVEL, RARE_LEVEL, TEMPLATE, AdaptiveThresholds
+from logstream.scoring.adaptive import (CALIBRATED, COLD, FEEDBACK, NOVEL, RARE_LEVEL, TEMPLATE, AdaptiveThresholds,
+                                       level_key)
 
 CONFIG = AdaptiveSettings(cold_start_lines=50, min_template_lines=10, history=64, margin=1.0, iqr_margin=3.0)
 USERS = ("alice", "bob", "carol", "dave")
@@ -82,6 +83,8 @@ def test_a_level_the_source_rarely_writes_alerts_however_plain_its_words():
     assert not adaptive.judge("src", plain, 2.0, level="WARN").anomaly
     assert not adaptive.judge("src", plain, 2.0, level="DEBUG").anomaly  # low levels never alert by level
     assert adaptive.judge("src", plain, 2.0, level="DETAIL").anomaly  # a level word no format ranks
+    assert adaptive.judge("src", plain, 2.0, level=level_key("WARN", "Forbidden")).anomaly  # a rare status
+    assert not adaptive.judge("src", plain, 2.0, level=level_key("INFO", "Partial Content")).anomaly
 
 
 def test_sources_learn_apart():

@@ -94,6 +94,14 @@ class _Source:
     levels: dict = field(default_factory=dict)  # level -> normal lines that carried it
 
 
+def level_key(level: str | None, event: str | None = None) -> str | None:
+    """What the rare-level rule counts: the level, with the event where the format names one, so that
+    ``WARN Forbidden`` is rare in an access log where ``WARN Not Found`` is routine."""
+    if level is None:
+        return None
+    return f"{level} {event}" if event else level
+
+
 def _quantiles(values, q: float) -> tuple[float, float]:
     """(q-quantile, interquartile range) of the values."""
     array = np.fromiter(values, dtype=np.float64)
@@ -113,7 +121,8 @@ class AdaptiveThresholds:
         """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal).
 
         ``calibrated``: the model's own threshold for this line, used where it holds (``calibration_holds``).
-        ``level``: the line's canonical level, for the rare-level rule.
+        ``level``: the line's level for the rare-level rule: its canonical level, with its event where the
+        format has one (an access log's status, ``WARN Forbidden``), see ``level_key``.
         """
         verdict = self._judge_score(source, masked, score)
         if verdict.anomaly or verdict.how == FEEDBACK:
@@ -141,7 +150,7 @@ class AdaptiveThresholds:
 
     def _level_share(self, state: _Source, level: str | None) -> float | None:
         """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
-        if level is None or level in LOW_LEVELS:
+        if level is None or level.split(" ", 1)[0] in LOW_LEVELS:
             return None
         seen = sum(state.levels.values())
         return (state.levels.get(level, 0) + 1) / (seen + 2)

@@ -15,7 +15,7 @@ import torch
 from ..cache import Chunk, EngineConfig, StreamingEngine
 from ..canonical import CanonicalLine, Canonicalizer, read_whole
 from ..model import LoadedModel, load_model
-from .adaptive import AdaptiveThresholds, Verdict
+from .adaptive import AdaptiveThresholds, Verdict, level_key
 from .aggregate import AGGREGATES, all_aggregates
 from .card import Calibration, ModelCard
 from .masking import LineMasker
@@ -170,7 +170,7 @@ class LineScorer:
         """Judge each line against its source's recent normal lines, in arrival order, and learn from it."""
         for line in scored:
             source = self.source_of(line.stream, line.canonical)
-            level = line.canonical.level if line.canonical is not None else None
+            level = level_key(line.canonical.level, line.canonical.event) if line.canonical is not None else None
             line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold,
                                                level=level)
             line.threshold = line.verdict.threshold
