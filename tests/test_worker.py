@@ -176,6 +176,7 @@ def test_malformed_messages_go_to_dead_letter_with_reason(calibrated):
         (b"dl-field", b'{"line": "ok", "colour": "blue"}'),
         (b"dl-none", None),
         (b"dl-surrogate", b'{"line": "half a character: \\ud800"}'),
+        (b"dl-deep", b'{"line": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"),  # a crash loop before
     ]
     good = [(b"dl-good", normal_lines(1, seed=5)[0].encode())]
     landed = produce(scenario.bootstrap, scenario.input_topic, bad + good)
@@ -191,7 +192,7 @@ def test_malformed_messages_go_to_dead_letter_with_reason(calibrated):
     finally:
         reader.close()
     expected_reasons = ["malformed JSON envelope", "not UTF-8", "no stream id", "invalid envelope",
-                        "no value", "not valid Unicode text"]
+                        "no value", "not valid Unicode text", "nested too deeply"]
     for (key, value), at, reason in zip(bad, bad_at, expected_reasons):
         letter = letters[at]
         assert letter.kind == "envelope"

@@ -44,6 +44,8 @@ def decode_entry(value: bytes | None, key: bytes | None) -> tuple[str, LogEnvelo
             envelope = LogEnvelope.model_validate(json.loads(stripped))
         except json.JSONDecodeError as exc:
             raise EnvelopeError(f"malformed JSON envelope: {exc}") from None
+        except RecursionError:  # thousands of nested brackets: a dead letter, never a crash loop
+            raise EnvelopeError("JSON envelope nested too deeply") from None
         except ValidationError as exc:
             errors = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'envelope'}: {e['msg']}" for e in exc.errors())
             raise EnvelopeError(f"invalid envelope: {errors}") from None
