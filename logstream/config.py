@@ -185,6 +185,11 @@ class KafkaSettings(Section):
     input_topic: str = "logstream-lines"
     alerts_topic: str = "logstream-alerts"
     dead_letter_topic: str = "logstream-dead-letter"
+    input_format: Literal["auto", "logstream", "vector", "fluentbit", "filebeat", "otlp", "json", "raw"] = Field(
+        "auto", description="what the input topic's values are (logstream.service.shippers); auto: recognised "
+        "by their shape")
+    input_mapping: dict[str, str] = Field({}, description="where a shipper record's line, stream, file, host, "
+                                          "timestamp and level are (dotted paths), over the preset's")
     feedback_topic: str = Field("logstream-feedback", description="operator feedback (alerts marked normal); "
                                 "every worker reads all of it, from the beginning, at start")
     scores_topic: str | None = Field(None, description="if set, the worker publishes every score here "

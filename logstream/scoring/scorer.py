@@ -7,13 +7,13 @@ scored in the context of its own stream (shared sink prefix + the last L tokens 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
 
 from ..cache import Chunk, EngineConfig, StreamingEngine
-from ..canonical import CanonicalLine, Canonicalizer, read_whole
+from ..canonical import CanonicalLine, Canonicalizer, normalize_level, read_whole
 from ..model import LoadedModel, load_model
 from .adaptive import AdaptiveThresholds, Verdict, level_key
 from .aggregate import AGGREGATES, all_aggregates
@@ -92,14 +92,18 @@ class LineScorer:
     def model_version(self) -> str:
         return self.card.model_version
 
-    def read(self, stream: str, line: str) -> CanonicalLine:
-        """The line as this model reads it (its canonical reading, or the whole line for old models)."""
-        if self.card.reads == "canonical":
-            return self.canonicalizer.read(stream, line)
-        return read_whole(line)
+    def read(self, stream: str, line: str, level: str | None = None) -> CanonicalLine:
+        """The line as this model reads it (its canonical reading, or the whole line for old models);
+        ``level``: one the shipper gave apart from the line, used when the line itself names none."""
+        if self.card.reads != "canonical":
+            return read_whole(line)
+        canonical = self.canonicalizer.read(stream, line)
+        if level is not None and canonical.level is None:
+            canonical = replace(canonical, level=normalize_level(level))
+        return canonical
 
-    def encode(self, stream: str, line: str) -> tuple[CanonicalLine, str, list[int]]:
-        canonical = self.read(stream, line)
+    def encode(self, stream: str, line: str, level: str | None = None) -> tuple[CanonicalLine, str, list[int]]:
+        canonical = self.read(stream, line, level)
         masked = self.masker(canonical.text)
         return canonical, masked, self.tokenizer(masked + "\n", add_special_tokens=False).input_ids
 
@@ -116,15 +120,15 @@ class LineScorer:
             return None, None
         return self.calibration.threshold, self.calibration.warmup_threshold
 
-    def score(self, entries: list[tuple[str, str]]) -> list[LineScore]:
-        """Score lines given as (stream, line) in arrival order.
+    def score(self, entries: list[tuple[str, str]] | list[tuple[str, str, str | None]]) -> list[LineScore]:
+        """Score lines given as (stream, line) or (stream, line, level given apart) in arrival order.
 
         All lines of one stream in the batch go to the engine as one chunk (one row of one forward
         pass, not one pass per line); the per-token results are cut back into lines afterwards.
         """
-        encoded = [self.encode(stream, line) for stream, line in entries]
+        encoded = [self.encode(*entry) for entry in entries]
         by_stream: dict[str, list[int]] = {}
-        for index, (stream, _) in enumerate(entries):
+        for index, (stream, *_) in enumerate(entries):
             by_stream.setdefault(stream, []).append(index)
         streams = list(by_stream)
         results = self.engine.score([Chunk(s, [t for i in by_stream[s] for t in encoded[i][2]]) for s in streams])

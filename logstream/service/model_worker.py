@@ -36,6 +36,7 @@ class EntryMeta:
     offset: int | None = None
     kafka_time: datetime | None = None  # the message's Kafka timestamp
     time: datetime | None = None  # the entry's own time (the envelope's timestamp)
+    level: str | None = None  # a level the shipper gave apart from the line (OTLP severityText, log.level)
 
 
 @dataclass
@@ -108,7 +109,7 @@ class ModelWorker:
 
     def _score(self, entries: list[tuple[str, str, EntryMeta]]) -> list[Scored]:
         started = time.perf_counter()
-        results = self.scorer.score([(stream, line) for stream, line, _ in entries])
+        results = self.scorer.score([(stream, line, meta.level) for stream, line, meta in entries])
         SCORING_LATENCY.observe(time.perf_counter() - started)
         BATCH_SIZE.observe(len(entries))
         now = datetime.now(UTC)

@@ -3,8 +3,9 @@
 One agent reads the input topic as raw bytes in micro-batches (``take_events``: ``take`` with each
 message's partition, offset and timestamp). For each batch:
 
-1. every message is decoded (``decode_entry``, which also refuses text that is not valid Unicode); one
-   that is not a log entry goes to the dead-letter topic with the reason;
+1. every message is decoded (``decode_entries``: a raw line, an envelope, a shipper's record or an
+   OTLP export of many; text that is not valid Unicode is refused); one that holds no log entry goes
+   to the dead-letter topic with the reason;
 2. the entries are scored in one forward pass on the model thread (``ModelWorker``); if that fails,
    every entry of the batch is dead-lettered with the reason;
 3. scores go to the scores topic (if configured); anomalies go through the ``AlertGrouper``, the
@@ -39,7 +40,7 @@ from faust.types.tuples import ack_lock
 from ..alerts import Alert, AlertGrouper, build_sinks
 from ..alerts.sinks import HttpSink
 from ..config import Settings
-from .envelope import EnvelopeError, LogEnvelope, decode_entry
+from .envelope import EnvelopeError, LogEnvelope, decode_entries
 from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
 from .metrics import ADAPT_ROUNDS, CONSUMER_LAG, DEAD_LETTERS, FEEDBACK_APPLIED, FEEDBACK_INVALID
 from .model_worker import EntryMeta, ModelWorker, Scored
@@ -90,8 +91,11 @@ class InputMessage:
                          kafka_time=kafka_time)
 
 
-def decode_message(message: InputMessage) -> tuple[str, LogEnvelope]:
-    return decode_entry(message.value, message.key)
+def decode_message(message: InputMessage, kafka=None) -> list[tuple[str, LogEnvelope]]:
+    """The entries of an input message (several for an OTLP export), as ``kafka`` settings read them."""
+    if kafka is None:
+        return decode_entries(message.value, message.key)
+    return decode_entries(message.value, message.key, kafka.input_format, kafka.input_mapping)
 
 
 def abandon(events: Sequence) -> None:
@@ -140,20 +144,22 @@ class BatchProcessor:
         for message in messages:
             meta = message.meta
             try:
-                stream, envelope = decode_message(message)
+                decoded = decode_message(message, self.settings.kafka)
             except EnvelopeError as exc:
                 pending.append(await self._dead_letter(str(exc), "envelope", message))
                 continue
-            stream = self.router.stream_for(envelope.line, stream)
-            self.router.seen(stream, message.topic, message.partition)
-            entries.append((stream, envelope.line, replace(meta, time=envelope.timestamp)))
-            sources.append(message)
+            for stream, envelope in decoded:
+                stream = self.router.stream_for(envelope.line, stream)
+                self.router.seen(stream, message.topic, message.partition)
+                entries.append((stream, envelope.line, replace(meta, time=envelope.timestamp,
+                                                               level=envelope.fields.get("level"))))
+                sources.append(message)
         try:
             scored = await self.model.score_batch(entries)
         except Exception as exc:
             log.exception("scoring a batch of %d entries failed; dead-lettering them", len(entries))
             reason = f"scoring failed: {type(exc).__name__}: {exc}"
-            for message in sources:
+            for message in dict.fromkeys(sources):  # an OTLP message's entries are dead-lettered as one
                 pending.append(await self._dead_letter(reason, "scoring", message))
             scored = []
         pending += await self._publish_scores(scored)
