@@ -32,13 +32,13 @@ def _factory(settings, args, spec, split_name):
 
 
 def run(args, settings) -> int:
+    if args.no_progress:  # before tqdm is imported: it reads its defaults from the environment then
+        os.environ["TQDM_DISABLE"] = "1"
     from logstream.evaluation.harness import run_evaluation
     from logstream.evaluation.report import markdown
     from logstream.evaluation.spec import load_spec
 
     specs = [load_spec(path) for path in args.specs]  # check every spec before running any
-    if args.no_progress:
-        os.environ["TQDM_DISABLE"] = "1"  # every tqdm bar, the training and scoring ones included
     import torch
 
     torch.set_num_threads(args.threads or settings.model.torch_threads())

@@ -49,7 +49,7 @@ from ..config import AdaptiveSettings
 logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
 
 STATE_VERSION = 1
-MIN_FAMILIAR_LINES = 50  # lines of a source before the calibration is judged to hold on it
+MIN_FAMILIAR_LINES = 20  # lines of a source before the calibration is judged to hold on it
 RECENT_LINES = 1000  # a source's latest scores (alerted or not) on which that is judged
 COLD = "cold start"
 CALIBRATED = "calibrated"
