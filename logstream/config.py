@@ -3,7 +3,8 @@
 Every entry point (the CLI, the Faust worker, the tailer, the demo, the tests, the compose file)
 reads a ``Settings``. Values come, highest priority first, from keyword arguments, environment
 variables (``LOGSTREAM_`` prefix, ``__`` between levels: ``LOGSTREAM_KAFKA__BOOTSTRAP_SERVERS``),
-a YAML file (``--config`` or ``LOGSTREAM_CONFIG``), then the defaults below.
+a YAML file (``--config`` or ``LOGSTREAM_CONFIG``, else the user's ``~/.config/logstream/logstream.yaml``
+if there is one), then the defaults below.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_MODEL_DIR = PACKAGE_DIR / "assets" / "default-model"
+
+
+def user_config_path() -> Path:
+    """The user's own settings file, read when no --config or LOGSTREAM_CONFIG is given (``logstream
+    calibrate`` points it at the models it makes)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+    return Path(base) / "logstream" / "logstream.yaml"
 
 
 class Section(BaseModel):
@@ -318,7 +326,10 @@ class Settings(BaseSettings):
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
                                    file_secret_settings):
         path = os.environ.get("LOGSTREAM_CONFIG")
-        return init_settings, env_settings, YamlSource(settings_cls, Path(path) if path else None)
+        if path:
+            return init_settings, env_settings, YamlSource(settings_cls, Path(path))
+        user = user_config_path()
+        return init_settings, env_settings, YamlSource(settings_cls, user if user.exists() else None)
 
     @classmethod
     def load(cls, path: str | Path | None = None, **overrides) -> "Settings":

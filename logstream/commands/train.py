@@ -32,6 +32,13 @@ def add_arguments(p):
 def run(args, settings) -> int:
     import yaml
 
+    from ..user_models import inside_package
+
+    # the shipped model is remade only by its recipe, in a source checkout (never in an installed package)
+    if inside_package(args.out) and not (args.default_recipe and not _installed()):
+        raise ValueError(f"--out {args.out} is inside the installed logstream package: write your model "
+                         "elsewhere (for example ~/.local/share/logstream/models/mine) and point model.path at it")
+
     from pipelines.corpus import read_corpus
     from pipelines.train import TrainConfig, train_pipeline
 
@@ -57,3 +64,10 @@ def run(args, settings) -> int:
     print(f"wrote {args.out}: model {card.model_version}, loss {card.training['final_loss']:.3f}, "
           f"threshold {cal.threshold:.3f} (warming up: {cal.warmup_threshold:.3f})")
     return 0
+
+
+def _installed() -> bool:
+    """Whether logstream runs from an installed package (site-packages), not a source checkout."""
+    from ..config import PACKAGE_DIR
+
+    return "site-packages" in PACKAGE_DIR.parts or "dist-packages" in PACKAGE_DIR.parts
