@@ -230,3 +230,24 @@ def test_compose_commands_make_alerts_flow(compose, tmp_path):
         finally:
             for process, _ in processes.values():
                 stop(process, signal.SIGKILL, timeout_s=10)
+
+
+def test_commands_without_a_configured_broker_use_the_embedded_brokers_address(tmp_path):
+    """No kafka.bootstrap_servers: the worker, tailer, alerts and feedback commands use 127.0.0.1:9092,
+    where `logstream broker` listens, and say so."""
+    import socket
+
+    from logstream.commands import EMBEDDED_BROKER
+
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", 9092)) == 0:
+            pytest.skip("something already listens on 127.0.0.1:9092")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGSTREAM_")}
+    log = tmp_path / "app.log"
+    log.write_text("Dec 10 06:55:46 LabSZ sshd[24200]: Invalid user webmaster from 1.2.3.4\n")
+    with EmbeddedBroker(port=9092):
+        tail = subprocess.run([sys.executable, "-m", "logstream.cli", "tail", "--once", "--checkpoint",
+                               str(tmp_path / "cp.json"), str(log)], env=env, capture_output=True, text=True,
+                              timeout=120)
+    assert tail.returncode == 0, tail.stderr
+    assert f"using {EMBEDDED_BROKER}, where `logstream broker` listens" in tail.stderr

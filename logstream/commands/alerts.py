@@ -25,9 +25,9 @@ def add_arguments(p):
 def run(args, settings) -> int:
     from ..service.topics import KafkaUnavailable
 
-    kafka = settings.kafka
-    if args.bootstrap_servers:
-        kafka = kafka.model_copy(update={"bootstrap_servers": args.bootstrap_servers})
+    from . import kafka_settings
+
+    kafka = kafka_settings(settings, args.bootstrap_servers)
     try:
         asyncio.run(_follow(kafka, args))
     except KafkaUnavailable as exc:

@@ -22,14 +22,11 @@ def add_arguments(p):
 
 def run(args, settings) -> int:
     from ..service.feedback import FeedbackError, FeedbackRecord, send_feedback
-    from ..service.topics import KafkaUnavailable, unreachable
+    from ..service.topics import KafkaUnavailable
+    from . import kafka_settings
 
-    kafka = settings.kafka
-    if args.bootstrap_servers:
-        kafka = kafka.model_copy(update={"bootstrap_servers": args.bootstrap_servers})
+    kafka = kafka_settings(settings, args.bootstrap_servers)
     try:
-        if not kafka.bootstrap_servers:
-            raise unreachable(None)
         record = asyncio.run(send_feedback(kafka, FeedbackRecord(alert_id=args.alert_id, verdict=args.verdict,
                                                                  by=args.by or "cli")))
     except (KafkaUnavailable, FeedbackError) as exc:

@@ -112,8 +112,9 @@ async def _to_kafka(args, settings, logs) -> int:
 
     if args.rate < 0:
         raise ValueError(f"--rate must not be negative: {args.rate}")
-    kafka = settings.kafka.model_copy(
-        update={"bootstrap_servers": args.bootstrap_servers or settings.kafka.bootstrap_servers})
+    from . import kafka_settings
+
+    kafka = kafka_settings(settings, args.bootstrap_servers)
     n_lines = None if args.lines in (None, FOREVER) else args.lines
     labels_path = args.labels or DEFAULT_KAFKA_LABELS
     try:

@@ -31,10 +31,9 @@ def run(args, settings) -> int:
 
     tail_updates = {"checkpoint_path": args.checkpoint, "start_at": args.start_at}
     tail = settings.tail.model_copy(update={k: v for k, v in tail_updates.items() if v is not None})
-    kafka = settings.kafka
-    if args.bootstrap_servers:
-        kafka = kafka.model_copy(update={"bootstrap_servers": args.bootstrap_servers})
-    tailer = FileTailer(args.paths, tail, kafka)
+    from . import kafka_settings
+
+    tailer = FileTailer(args.paths, tail, kafka_settings(settings, args.bootstrap_servers))
     try:
         asyncio.run(_tail_until_signalled(tailer, args.once))
     except (TailerError, KafkaUnavailable, KafkaError) as exc:

@@ -23,9 +23,9 @@ def run(args, settings) -> int:
     from ..service.topics import KafkaUnavailable
     from ..service.worker import run_worker
 
-    updates = {}
-    if args.bootstrap_servers:
-        updates["kafka"] = settings.kafka.model_copy(update={"bootstrap_servers": args.bootstrap_servers})
+    from . import kafka_settings
+
+    updates = {"kafka": kafka_settings(settings, args.bootstrap_servers)}
     if args.threshold is not None:
         updates["scoring"] = settings.scoring.model_copy(update={"threshold": args.threshold})
     if args.metrics_port is not None:
