@@ -73,3 +73,15 @@ def test_envelope_decoding_gives_reasons_for_bad_input():
     ]:
         with pytest.raises(EnvelopeError, match=reason):
             decode_entry(value, key)
+
+
+def test_explanations_name_whole_words_with_their_share_of_the_surprise():
+    from logstream.scoring.explain import differing_words, surprising_words
+
+    words = surprising_words([" fat", "al:", " Read", " from", " socket", " fail", "ed:", "\n"],
+                             [-6.0, -4.0, -1.0, -0.5, -3.0, -2.0, -3.5, -0.0])
+    assert [w.text for w in words] == ["fatal:", "Read", "from", "socket", "failed:"]
+    assert words[0].logprob == -10.0 and words[0].share == 0.5
+    assert sum(w.share for w in words) == pytest.approx(1.0)
+    assert differing_words("sshd: Connection reset by <IP> [preauth]",
+                           "sshd: Connection closed by <IP> [preauth]") == "reset"

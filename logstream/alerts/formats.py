@@ -66,8 +66,8 @@ def alert_annotations(alert: Alert) -> dict[str, str]:
         "nearest_template": alert.explanation.nearest_template,
         "template_similarity": (None if alert.explanation.template_similarity is None
                                 else f"{alert.explanation.template_similarity:.3f}"),
-        "surprising_tokens": ", ".join(f"{t.text!r} ({t.logprob:.2f})"
-                                       for t in alert.explanation.surprising_tokens) or None,
+        "surprising_words": ", ".join(f"{t.text!r} ({t.share:.0%})" if t.share is not None else repr(t.text)
+                                      for t in alert.explanation.surprising_tokens) or None,
         "kafka_position": None if alert.offset is None else f"{alert.partition}:{alert.offset}",
     }
     return {k: str(v) for k, v in notes.items() if v is not None}

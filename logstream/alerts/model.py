@@ -21,15 +21,16 @@ SCHEMA_VERSION = 2  # 2: threshold_how (how the threshold in force was set)
 class SurprisingToken(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str
-    logprob: float = Field(..., description="log p(token | context), natural log")
+    text: str = Field(..., description="a word of what the model read")
+    logprob: float = Field(..., description="log p(word | context), natural log (the sum over its tokens)")
+    share: float | None = Field(None, description="its part of the line's surprise, 0..1")
 
 
 class Explanation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     surprising_tokens: list[SurprisingToken] = Field(default_factory=list,
-                                                     description="most surprising first")
+                                                     description="the most surprising words, most first")
     nearest_template: str | None = None
     template_similarity: float | None = None
     summary: str = ""

@@ -155,7 +155,7 @@ class ModelWorker:
     def _alert(self, stream: str, line: str, meta: EntryMeta, result) -> Alert:
         why = self.explainer.explain(result)
         explanation = Explanation(
-            surprising_tokens=[SurprisingToken(text=t.text, logprob=t.logprob)
+            surprising_tokens=[SurprisingToken(text=t.text, logprob=t.logprob, share=t.share)
                                for t in why.surprising_tokens],
             nearest_template=why.nearest_template, template_similarity=why.template_similarity,
             summary=why.summary)
