@@ -44,6 +44,14 @@ class LineScore:
 
 
 class LineScorer:
+    """Scores log lines in the context of their streams; the one scoring path of logstream.
+
+    ``score([(stream, line), ...])`` returns a ``LineScore`` per line: ``score`` (mean token surprise),
+    ``threshold`` in force, ``is_anomaly``, ``verdict`` (how the threshold was set, with adaptive
+    thresholds), ``canonical`` (the line's header fields and message). Lines of a stream must come in
+    order; the scorer keeps each stream's window between calls. Not thread-safe.
+    """
+
     def __init__(self, loaded: LoadedModel, card: ModelCard, engine_config: EngineConfig = EngineConfig(),
                  *, use_preamble: bool = True, sink_tokens: list[int] | None = None,
                  threshold: float | None = None, aggregate_name: str | None = None,
@@ -189,5 +197,10 @@ class LineScorer:
 
 def load_scorer(model_dir: str | Path, device: str = "auto", dtype: str = "auto",
                 engine_config: EngineConfig = EngineConfig(), **kwargs) -> LineScorer:
+    """A ``LineScorer`` for a model directory (``logstream train`` makes them; ``Settings().model.path``
+    is the shipped one). Keyword arguments go to ``LineScorer``: ``adaptive`` (thresholds that adapt
+    per source, ``Settings().scoring.adaptive_thresholds()``; default: the model's fixed calibrated
+    thresholds), ``canonicalizer`` (``Settings().parsing.canonicalizer()`` for pinned formats),
+    ``threshold`` (one fixed threshold for every line)."""
     loaded = load_model(model_dir, device=device, dtype=dtype)
     return LineScorer(loaded, ModelCard.load(model_dir), engine_config, **kwargs)
