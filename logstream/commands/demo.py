@@ -77,6 +77,7 @@ class Demo:
         self.broker = None
         self.worker = None
         self.produced = None  # ProducedLogs once the producer finished
+        self.live_status = sys.stdout.isatty()  # a status line refreshed in place, else periodic lines
 
     def say(self, text: str) -> None:
         print(text, flush=True)
@@ -155,7 +156,6 @@ class Demo:
         from pydantic import ValidationError
 
         from ..alerts import Alert
-        from ..service.alert_view import format_alert
         from ..service.records import ScoreRecord
 
         started = time.monotonic()
@@ -179,19 +179,21 @@ class Demo:
                 if record.topic == self.kafka.scores_topic:
                     if first_score:
                         first_score = False
-                        self.say(f"worker is scoring ({time.monotonic() - started:.0f} s after start)\n")
+                        self._print(f"worker is scoring ({time.monotonic() - started:.0f} s after start)\n")
                     continue
                 new = self.tally.add_alert(alert)
                 for label in labels.read_new():  # the label of this very line may have just been written
                     self.tally.add_label(label)
-                truth = ("INJECTED" if self.tally.anomaly_of(alert, self.kafka.input_topic) is not None
-                         else "false alert")
-                self.say(f"{format_alert(alert, update=not new)}\n  -> {truth}")
-                self.say(f"  tally: {self.tally.summary(self.kafka.input_topic)}\n")
+                if new:  # one line per alert; count updates of an alert already shown are in the status
+                    injected = self.tally.anomaly_of(alert, self.kafka.input_topic) is not None
+                    self._print(compact_alert(alert, injected))
             now = time.monotonic()
-            if now - last_status >= STATUS_EVERY_S:
+            summary = self.tally.summary(self.kafka.input_topic)
+            if self.live_status:
+                self._status(f"[{now - started:.0f} s] {summary}")
+            elif now - last_status >= STATUS_EVERY_S:
                 last_status = now
-                self.say(f"[{now - started:.0f} s] {self.tally.summary(self.kafka.input_topic)}")
+                self.say(f"[{now - started:.0f} s] {summary}")
             if not self.worker.alive:
                 self.say(f"the worker exited with code {self.worker.returncode}; its log ends with:\n"
                          f"{self.worker.log_tail()}")
@@ -217,7 +219,21 @@ class Demo:
 
     def _final(self) -> None:
         sent = f"{self.produced.lines} lines sent, " if self.produced else ""
-        self.say(f"\nfinal tally: {sent}{self.tally.summary(self.kafka.input_topic)}")
+        summary = self.tally.summary(self.kafka.input_topic)
+        self._status("")
+        self.say(f"\nfinal tally: {sent}{summary}")
+        self.say(f"summary: {summary.verdict()}")
+
+    def _status(self, text: str) -> None:
+        """The status line, rewritten in place on a terminal."""
+        if self.live_status:
+            print(f"\r\x1b[K{text}", end="", flush=True)
+
+    def _print(self, text: str) -> None:
+        """A line above the status line (which is drawn again on the next poll)."""
+        if self.live_status:
+            print("\r\x1b[K", end="")
+        self.say(text)
 
     async def _shutdown(self, keep_files: bool) -> None:
         loop = asyncio.get_running_loop()
@@ -231,6 +247,14 @@ class Demo:
             self.say(f"the worker's log and the labels are kept in {self.workdir}")
         else:
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def compact_alert(alert, injected: bool) -> str:
+    """One line per alert: whether it names an injected line, where, how far over which threshold, the line."""
+    mark = "INJECTED " if injected else "false    "
+    how = f" {alert.threshold_how}" if alert.threshold_how else ""
+    return (f"{mark}{alert.time:%H:%M:%S} {alert.stream:<12} {alert.score:5.2f} > {alert.threshold:5.2f}{how:<15} "
+            f"{alert.line[:110]}")
 
 
 class _LabelsReader:

@@ -1,15 +1,17 @@
-"""The demo's running score card: injected anomalies against what the worker flagged and alerted.
+"""The demo's running score card: injected anomalies against the alerts the worker raised.
 
 Three inputs, joined by the Kafka position of the input message (topic, partition, offset):
 
 * labels: the synthetic producer's side file, one record per anomalous line (with its anomaly id;
   an error burst is one anomaly of several lines);
-* scores: the worker's scores topic, one record per scored line (``anomaly`` true when flagged);
-* alerts: the alerts topic. Grouping folds a burst into one alert, so an anomaly counts as detected
-  when any of its lines was flagged, or an alert points at any of its lines.
+* scores: the worker's scores topic, one record per scored line (to know when an anomaly's lines
+  have all been scored);
+* alerts: the alerts topic. An anomaly counts as detected only when an alert names one of its lines
+  (an alert names the first line of its group): a line flagged but folded into a group that
+  started elsewhere is not something a person would see.
 
 An anomaly is decided once all of its lines were scored: detected, or else missed. An alert is
-false when it points at a line that is not labeled (by position, or by stream and line text).
+false when the line it names is not labeled (by position, or by stream and line text).
 """
 
 from __future__ import annotations
@@ -37,6 +39,24 @@ class TallySummary:
                 f"{self.pending} not scored yet | {self.alerts} alerts, {self.false_alerts} false | "
                 f"{self.scored} lines scored")
 
+    @property
+    def precision(self) -> float | None:
+        return (self.alerts - self.false_alerts) / self.alerts if self.alerts else None
+
+    @property
+    def recall(self) -> float | None:
+        decided = self.detected + self.missed
+        return self.detected / decided if decided else None
+
+    def verdict(self) -> str:
+        """Precision and recall, in words a person reads at the end of a run."""
+        def pct(x: float | None) -> str:
+            return "n/a" if x is None else f"{x:.0%}"
+
+        return (f"precision {pct(self.precision)} ({self.alerts - self.false_alerts} of {self.alerts} alerts name "
+                f"an injected line), recall {pct(self.recall)} ({self.detected} of {self.detected + self.missed} "
+                f"injected anomalies named by an alert)")
+
 
 class DetectionTally:
     def __init__(self):
@@ -44,7 +64,6 @@ class DetectionTally:
         self._label_text: dict[tuple[str, str], int] = {}  # (stream, line) -> anomaly id
         self._lines_of: dict[int, set[Position]] = {}  # anomaly id -> its lines
         self._scored: set[Position] = set()
-        self._flagged: set[Position] = set()
         self._alerts: dict[str, Alert] = {}  # alert id -> the alert as first seen
 
     def add_label(self, label: dict) -> None:
@@ -59,8 +78,6 @@ class DetectionTally:
             return
         position = (score.topic, score.partition, score.offset)
         self._scored.add(position)
-        if score.anomaly:
-            self._flagged.add(position)
 
     def add_alert(self, alert: Alert) -> bool:
         """Record an alert; True when it is new (not a count update of one seen before)."""
@@ -85,7 +102,7 @@ class DetectionTally:
         alerted, false_alerts = set(matched), matched.count(None)
         detected = missed = pending = 0
         for anomaly, lines in self._lines_of.items():
-            if anomaly in alerted or lines & self._flagged:
+            if anomaly in alerted:
                 detected += 1
             elif lines <= self._scored:
                 missed += 1
