@@ -85,3 +85,24 @@ def test_explanations_name_whole_words_with_their_share_of_the_surprise():
     assert sum(w.share for w in words) == pytest.approx(1.0)
     assert differing_words("sshd: Connection reset by <IP> [preauth]",
                            "sshd: Connection closed by <IP> [preauth]") == "reset"
+
+
+def test_score_prints_a_range_of_lines_and_the_top_alerts(capsys):
+    import json as _json
+    from pathlib import Path
+
+    from logstream.cli import main
+
+    log = Path(__file__).resolve().parents[1] / "sample_logs" / "loghub" / "Hadoop" / "Hadoop_2k.log"
+    assert main(["score", str(log), "--all", "--json", "--no-adapt", "--since", "100", "--until", "103"]) == 0
+    rows = [_json.loads(r) for r in capsys.readouterr().out.splitlines()]
+    assert [r["where"].rsplit(":", 1)[1] for r in rows] == ["100", "101", "102", "103"]
+    assert main(["score", str(log), "--json", "--no-adapt", "--all", "--since", "2015-10-18T18:01:50",
+                 "--until", "2015-10-18T18:01:50.6"]) == 0
+    rows = [_json.loads(r) for r in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 10 and all("18:01:50," in r["line"] for r in rows)  # lines 5-14
+    assert main(["score", str(log), "--json", "--no-adapt", "--top", "2", "--until", "600"]) == 0
+    rows = [_json.loads(r) for r in capsys.readouterr().out.splitlines()]
+    assert len(rows) <= 2 and all(r["anomaly"] for r in rows)
+    margins = [r["score"] - r["threshold"] for r in rows]
+    assert margins == sorted(margins, reverse=True)

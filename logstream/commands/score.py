@@ -7,12 +7,53 @@ as text or JSON lines.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
+from datetime import UTC, datetime
 
 from ..keys import key_of
 from . import add_format_argument
+
+
+def _bound(text: str) -> int | datetime:
+    """A line number, or an ISO 8601 time (naive times are UTC)."""
+    if text.isdigit():
+        return int(text)
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a line number or an ISO 8601 time, not {text!r}") from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def line_time(stamp: str | None) -> datetime | None:
+    """A line's time stamp as a time, where it is ISO-like; None where the format does not say the year."""
+    if not stamp:
+        return None
+    try:
+        value = datetime.fromisoformat(stamp.replace(",", ".").replace(" UTC", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def in_range(number: int, stamp: str | None, since, until) -> tuple[bool, bool]:
+    """(inside [since, until], past until) for a line; a line whose time cannot be read is inside."""
+    when = line_time(stamp) if isinstance(since, datetime) or isinstance(until, datetime) else None
+
+    def before(bound) -> bool:
+        if bound is None:
+            return False
+        return number < bound if isinstance(bound, int) else (when is not None and when < bound)
+
+    def after(bound) -> bool:
+        if bound is None:
+            return False
+        return number > bound if isinstance(bound, int) else (when is not None and when > bound)
+
+    return not before(since) and not after(until), after(until)
 
 
 def add_arguments(p):
@@ -22,6 +63,10 @@ def add_arguments(p):
     p.add_argument("--all", action="store_true", help="print every line's score, not only anomalies")
     p.add_argument("--top", type=int, metavar="N", help="print only the N alerts most over their threshold, "
                    "highest first, at the end")
+    p.add_argument("--since", type=_bound, metavar="LINE|TIME", help="print only from this line number (of "
+                   "each file) or ISO time on; earlier lines are still read, as context and to learn from")
+    p.add_argument("--until", type=_bound, metavar="LINE|TIME", help="print only up to this line number (reading "
+                   "stops there) or ISO time")
     p.add_argument("--json", action="store_true", help="JSON lines output")
     p.add_argument("--batch", type=int, default=64, help="lines per forward pass")
     p.add_argument("--no-adapt", dest="adapt", action="store_false",
@@ -73,9 +118,13 @@ def run(args, settings) -> int:
 
     def emit(batch):
         nonlocal flagged, total, scorer, explainer
-        entries = [(s, l) for s, l, _ in batch]
+        entries = [(s, l) for s, l, _, _ in batch]
         results = scorer.score(entries)
-        for (stream, line, where), scored in zip(batch, results):
+        for (stream, line, where, number), scored in zip(batch, results):
+            inside, _ = in_range(number, scored.canonical.timestamp if scored.canonical else None, args.since,
+                                 args.until)
+            if not inside:
+                continue
             total += 1
             flagged += scored.is_anomaly
             if args.top and scored.is_anomaly:
@@ -98,9 +147,11 @@ def run(args, settings) -> int:
                     line = raw.rstrip("\r\n")
                     if not line.strip():
                         continue
+                    if isinstance(args.until, int) and number > args.until:
+                        break
                     key = key_of(key_re, line) if key_re else None
                     stream = key if key is not None else path
-                    batch.append((stream, line, f"{path}:{number}"))
+                    batch.append((stream, line, f"{path}:{number}", number))
                     if len(batch) >= args.batch:
                         emit(batch)
                         batch = []
