@@ -27,7 +27,9 @@ def surprising_words(texts: list[str], logprobs) -> list[SurprisingToken]:
     """The line's words (tokens merged up to the next space), each with its log-probability and share."""
     words: list[list] = []
     for text, logprob in zip(texts, (float(x) for x in logprobs)):
-        if not words or text[:1].isspace() or not words[-1][0].strip():
+        if words and not text.strip():  # the line's end (its newline) counts with its last word
+            words[-1][1] += logprob
+        elif not words or text[:1].isspace():
             words.append([text, logprob])
         else:
             words[-1][0] += text
