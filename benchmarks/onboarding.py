@@ -367,7 +367,7 @@ def write_markdown(args, machine, sources, stream, results, perf, drain_cpu, ver
            f"- logstream scoring, one torch thread: {perf['lines_per_s']:.0f} lines/s, "
            f"{perf['cpu_ms_per_line']:.2f} CPU-ms per line (model `{os.path.relpath(perf['model'], REPO)}`).",
            f"- Drain3: {1000 * drain_cpu / len(stream):.3f} CPU-ms per line.",
-           f"- logstream alerts by how their threshold was set: "
+           "- logstream alerts by how their threshold was set: "
            + ", ".join(f"{k}: {v}" for k, v in sorted(hows.items())) + ".",
            f"- adaptive settings: `{json.dumps(perf['adaptive'])}`"]
     if perf["throughput"]:

@@ -42,7 +42,7 @@ def run(args, settings) -> int:
           f"{cal.calibration_lines + cal.calibration_warmup_lines} lines")
     if str(model_dir) != str(args.model or settings.model.path):
         config = point_config_at(model_dir)
-        print(f"the shipped model is left as it is: this is a calibrated copy; "
+        print("the shipped model is left as it is: this is a calibrated copy; "
               + (f"{config} now points model.path at it" if config else
                  f"set model.path (LOGSTREAM_MODEL__PATH={model_dir}) in your configuration to use it"))
     return 0
