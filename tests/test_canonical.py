@@ -181,3 +181,15 @@ def test_levels_have_one_spelling():
 def test_every_format_names_a_message_group():
     for log_format in FORMATS:
         assert {"message", "content"} & set(log_format.regex.groupindex), log_format.name
+
+
+@pytest.mark.parametrize("line", ["a" * 200_000, "a" * 60_000 + "=", "k=v " * 15_000, "1." * 100_000,
+                                  "Dec 10 06:55:46 host " + "x " * 100_000, "[" * 200_000])
+def test_hostile_lines_are_read_in_linear_time(line):
+    """A bound, not a benchmark: a quadratic pattern took 3.4 s on a 20 KB run of letters (hours on 1 MB)."""
+    import time
+
+    started = time.perf_counter()
+    read = Canonicalizer().read("s", line)
+    LineMasker()(read.text)
+    assert time.perf_counter() - started < 5.0

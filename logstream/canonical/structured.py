@@ -29,7 +29,9 @@ MAX_JSON_CHARS = 64 * 1024
 MAX_EXTRA_FIELDS = 12
 MAX_VALUE_CHARS = 200
 
-LOGFMT_PAIR = re.compile(r'([\w.@/-]+)=("(?:[^"\\]|\\.)*"|\S*)')
+# a key starts at the start of a run of key characters (the lookbehind), and is taken whole (possessive):
+# so a long run without "=" is scanned once, not once per character (quadratic on a 20 KB line)
+LOGFMT_PAIR = re.compile(r'(?<![\w.@/-])([\w.@/-]++)=("(?:[^"\\]|\\.)*+"|\S*+)')
 
 
 def _flatten(obj: dict, prefix: str = "", out: dict | None = None, depth: int = 0) -> dict:
@@ -99,6 +101,8 @@ def parse_json_line(line: str) -> dict | None:
 
 def parse_logfmt_line(line: str) -> dict | None:
     """Header groups of a logfmt line (at least two pairs, one of them a message or level), or None."""
+    if "=" not in line or len(line) > MAX_JSON_CHARS:
+        return None
     pairs = LOGFMT_PAIR.findall(line)
     if len(pairs) < 2:
         return None
