@@ -264,7 +264,8 @@ class WorkerSettings(Section):
 class TailSettings(Section):
     checkpoint_path: Path = Field(Path("logstream-tail.checkpoint.json"), description="offsets, saved atomically")
     start_at: Literal["beginning", "end"] = Field("beginning", description="where to start a file never seen")
-    max_line_bytes: int = Field(16_384, ge=64, description="longer lines are cut and marked truncated")
+    max_line_bytes: int = Field(16_384, ge=64, description="longer lines are cut and marked truncated, by the "
+                                "tailer and by the worker for lines from any producer")
     poll_interval_s: float = Field(0.2, gt=0)
     max_inflight_lines: int = Field(10_000, ge=1, description="unacknowledged lines before reading pauses")
     forget_after_s: float = Field(7 * 24 * 3600, gt=0, description="drop checkpoints of files gone this long")

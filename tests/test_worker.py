@@ -204,6 +204,30 @@ def test_malformed_messages_go_to_dead_letter_with_reason(calibrated):
     assert not set(good_at) & set(letters)
 
 
+def test_a_huge_line_is_cut_and_scored_and_an_empty_one_is_counted(calibrated):
+    """A 1 MB line is cut at tail.max_line_bytes (as the tailer cuts) and scored; it must not take the worker's
+    memory and every stream with it. An empty line is skipped and counted, not scored."""
+    from service_helpers import metric
+
+    scenario, worker = calibrated
+    huge = ("x" * 1_000_000).encode()
+    landed = produce(scenario.bootstrap, scenario.input_topic,
+                     [(b"big", huge), (b"big", b"   "), (b"big", normal_lines(1, seed=21)[0].encode())])
+    reader = TopicReader(scenario.bootstrap, [scenario.scores_topic, scenario.dead_letter_topic])
+    try:
+        reader.wait_for(lambda: {landed[0], landed[2]} <= set(positions(reader.values(scenario.scores_topic))),
+                        "scores for the huge line and the normal one", workers=[worker])
+        reader.wait_for(lambda: metric(scenario.metrics_port, "logstream_empty_lines_total") >= 1,
+                        "the empty line counted", workers=[worker])
+        scored = {(r["partition"], r["offset"]): r for r in reader.values(scenario.scores_topic)}
+        assert landed[1] not in scored
+        assert landed[1] not in set(positions(reader.values(scenario.dead_letter_topic)))
+        assert scored[landed[0]]["tokens"] < 20_000  # what was scored is the cut line
+        assert metric(scenario.metrics_port, "logstream_truncated_lines_total") >= 1
+    finally:
+        reader.close()
+
+
 class AiokafkaTopic:
     """A topic published to with a real aiokafka producer: all ``BatchProcessor`` needs of a Faust topic."""
 

@@ -40,6 +40,17 @@ class LogEnvelope(BaseModel):
     def to_bytes(self) -> bytes:
         return self.model_dump_json(exclude_none=True, exclude_defaults=True).encode()
 
+    def capped(self, max_bytes: int) -> "LogEnvelope":
+        """The entry with its line cut to ``max_bytes`` of UTF-8 (at a character boundary) and marked
+        truncated, as the tailer cuts long lines: one huge message must not hold up every stream."""
+        data = self.line.encode("utf-8", errors="surrogatepass")
+        if len(data) <= max_bytes:
+            return self
+        from .tailer import utf8_cut
+
+        line = utf8_cut(data, max_bytes).decode("utf-8", errors="replace")
+        return self.model_copy(update={"line": line, "truncated": True})
+
 
 def decode_entry(value: bytes | None, key: bytes | None) -> tuple[str, LogEnvelope]:
     """(stream id, envelope) of a raw line or a logstream envelope, or EnvelopeError with the reason."""

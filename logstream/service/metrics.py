@@ -52,3 +52,7 @@ FEEDBACK_INVALID = Counter("logstream_feedback_invalid_total", "feedback records
 MODEL_SWAPS = Counter("logstream_model_swaps_total", "times another model version was swapped in", registry=REGISTRY)
 ADAPT_ROUNDS = Counter("logstream_adapt_rounds_total", "continual fine-tuning rounds, by result", ["result"],
                        registry=REGISTRY)
+EMPTY_LINES = Counter("logstream_empty_lines_total", "input entries with nothing but white space, skipped",
+                      registry=REGISTRY)
+TRUNCATED_LINES = Counter("logstream_truncated_lines_total", "input lines cut at tail.max_line_bytes before scoring",
+                          registry=REGISTRY)

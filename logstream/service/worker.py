@@ -41,7 +41,8 @@ from ..alerts.sinks import HttpSink
 from ..config import Settings
 from .envelope import EnvelopeError, LogEnvelope, decode_entries
 from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
-from .metrics import ADAPT_ROUNDS, CONSUMER_LAG, DEAD_LETTERS, FEEDBACK_APPLIED, FEEDBACK_INVALID
+from .metrics import (ADAPT_ROUNDS, CONSUMER_LAG, DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED, FEEDBACK_INVALID,
+                      TRUNCATED_LINES)
 from .model_worker import EntryMeta, ModelWorker, Scored
 from .records import DeadLetterKind, DeadLetterRecord
 from .streams import StreamRouter
@@ -148,6 +149,13 @@ class BatchProcessor:
                 pending.append(await self._dead_letter(str(exc), "envelope", message))
                 continue
             for stream, envelope in decoded:
+                if not envelope.line.strip():  # nothing to read: counted, not scored (it would score as odd)
+                    EMPTY_LINES.inc()
+                    continue
+                capped = envelope.capped(self.settings.tail.max_line_bytes)
+                if capped is not envelope:
+                    TRUNCATED_LINES.inc()
+                    envelope = capped
                 stream = self.router.stream_for(envelope.line, stream)
                 self.router.seen(stream, message.topic, message.partition)
                 entries.append((stream, envelope.line, replace(meta, time=envelope.timestamp,
