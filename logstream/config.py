@@ -72,6 +72,15 @@ class CacheSettings(Section):
         return self
 
 
+# Words that say a line reports a problem, whatever level its program gave it (nginx logs a refused
+# TLS handshake at info, Python tracebacks reach journald at info): the kind of list Grafana and
+# Elastic use to infer a level from a message.
+PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic|exception|traceback|abort(?:ed|ing)?|"
+                 r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|invalid|illegal|corrupt(?:ed|ion)?|"
+                 r"cannot|can't|unable|timed out|timeout|unreachable|too (?:large|long|many|big)|out of memory|"
+                 r"no space|segfault|overflow|deadlock|reset by peer|broken pipe)\b")
+
+
 class AdaptiveSettings(Section):
     """How alert thresholds adapt to each source (``logstream.scoring.adaptive``)."""
 
@@ -96,6 +105,15 @@ class AdaptiveSettings(Section):
                                     "INFO or NOTICE alerts when that level is under this share of the source's "
                                     "normal lines (0 turns the rule off)")
     similarity: float = Field(0.5, gt=0, le=1, description="drain3 similarity for online template clustering")
+    problem_words: str = Field(
+        PROBLEM_WORDS, description="regex (case-insensitive) of words that make a line read as a problem whatever "
+        "its level: such a line, or one at a level other than TRACE/DEBUG/INFO/NOTICE, alerts while its pattern "
+        "has never been seen in a normal line of its source ('' turns the rule off)")
+    problem_similarity: float = Field(0.7, gt=0, le=1, description="drain3 similarity of the patterns the "
+                                      "problem rule compares (stricter than `similarity`: 'Connection refused' and "
+                                      "'No such file' lines share most of their words)")
+    problem_routine_alerts: int = Field(100, ge=0, description="after this many alerting lines of one problem "
+                                        "pattern it is taken as routine for its source (0: alert until marked normal)")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
 

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from logstream.config import AdaptiveSettings
-from logstream.scoring.adaptive import (CALIBRATED, COLD, FEEDBACK, NOVEL, RARE_LEVEL, TEMPLATE, AdaptiveThresholds,
-                                       level_key)
+from logstream.scoring.adaptive import (CALIBRATED, COLD, FEEDBACK, NOVEL, RARE_LEVEL, TEMPLATE, UNSEEN_PROBLEM,
+                                       AdaptiveThresholds, level_key)
 
 CONFIG = AdaptiveSettings(cold_start_lines=50, min_template_lines=10, history=64, margin=1.0, iqr_margin=3.0)
 USERS = ("alice", "bob", "carol", "dave")
@@ -66,17 +66,55 @@ def test_a_known_template_alerts_only_far_above_its_own_scores():
 def test_a_new_template_is_judged_against_the_sources_new_templates():
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
-    novel = adaptive.judge("src", "kernel: Out of memory: Kill process <N4> (java)", 30.0)
+    novel = adaptive.judge("src", "kernel: eth<N1> link is up at <N4> Mbps", 30.0)
     assert novel.how == NOVEL and novel.anomaly
-    plain = adaptive.judge("src", "kernel: Out of memory: Kill process <N4> (java)", 2.5)
+    plain = adaptive.judge("src", "kernel: eth<N1> link is up at <N4> Mbps", 2.5)
     assert not plain.anomaly
+
+
+def judge_and_learn(adaptive: AdaptiveThresholds, line: str, score: float = 2.0, level: str | None = None):
+    """What the scorer does with each line: judge it, then learn it if it did not alert."""
+    verdict = adaptive.judge("src", line, score, level=level)
+    if verdict.anomaly:
+        adaptive.seen("src", score, line)
+    else:
+        adaptive.learn("src", line, score, level=level)
+    return verdict
+
+
+def test_a_problem_never_seen_in_a_normal_line_alerts_every_time_until_it_is_routine():
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"problem_routine_alerts": 5}))
+    feed(adaptive, "src", 300)
+    refused = "connect() failed (<N3>: Connection refused) while connecting to upstream {}"
+    for attempt in range(5):  # a plain score, an INFO level: the words say what it is, and it recurs
+        verdict = judge_and_learn(adaptive, refused.format(attempt), level="INFO")
+        assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and "'refused'" in verdict.note, attempt
+    assert not judge_and_learn(adaptive, refused.format(9), level="INFO").anomaly  # the 6th: routine now
+    error = judge_and_learn(adaptive, "disk quota reached on volume {}".format("home"), level="ERROR")
+    assert error.anomaly and error.how in (UNSEEN_PROBLEM, RARE_LEVEL)
+    # no problem words, a low level: a new message is judged by its score alone
+    assert not judge_and_learn(adaptive, "worker <N2> started serving requests", level="INFO").anomaly
+
+
+def test_a_problem_seen_in_normal_lines_or_marked_normal_does_not_alert():
+    adaptive = AdaptiveThresholds(CONFIG)
+    routine = "open() \"/srv/www/{}.ico\" failed (<N1>: No such file or directory)"
+    for i in range(CONFIG.cold_start_lines):  # the source's first lines are its normal
+        judge_and_learn(adaptive, routine.format(i % 4) if i % 10 == 0 else f"served page {i % 7}", level="INFO")
+    assert not judge_and_learn(adaptive, routine.format("robots"), level="INFO").anomaly
+    denied = "open() \"/srv/www/{}.html\" failed (<N2>: Permission denied)"
+    assert judge_and_learn(adaptive, denied.format("index"), level="INFO").how == UNSEEN_PROBLEM
+    adaptive.mark_normal("src", denied.format("index"), 2.0)
+    assert not judge_and_learn(adaptive, denied.format("about"), level="INFO").anomaly
+    # a status that comes with its event (an access log's 404) is the rare-level rule's to judge
+    assert not adaptive.judge("src", "GET /never/asked <N3>", 2.0, level=level_key("WARN", "Not Found")).how == UNSEEN_PROBLEM
 
 
 def test_a_level_the_source_rarely_writes_alerts_however_plain_its_words():
     adaptive = AdaptiveThresholds(CONFIG)
     for i in range(400):
         level = "WARN" if i % 25 == 0 else "INFO"  # 4% of this source's lines are warnings: routine
-        adaptive.learn("src", f"request {i % 7} served", 2.0, level=level)
+        adaptive.learn("src", "request <N1> served", 2.0, level=level)
     plain = "request <N1> served"
     error = adaptive.judge("src", plain, 2.0, level="ERROR")
     assert error.anomaly and error.how == RARE_LEVEL and "ERROR lines are 0.25% of this source's normal lines" in error.note
@@ -118,11 +156,14 @@ def test_what_was_learned_survives_a_round_trip_through_json():
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
     adaptive.mark_normal("src", "backup job <N3> finished with warnings on volume home", 12.0)
+    for volume in ("home", "data"):
+        adaptive.seen("src", 3.0, f"mount of {volume} failed: no such device")
     restored = AdaptiveThresholds(CONFIG)
     restored.load_state(json.loads(json.dumps(adaptive.state())))
     assert restored.sources() == adaptive.sources()
     for line, score in (("session opened for user bob by (uid=<N1>)", 4.5), ("connection from <IP> port <N5> on dave",
-                        4.3), ("backup job <N3> finished with warnings on volume data", 12.5), ("disk failed", 30.0)):
+                        4.3), ("backup job <N3> finished with warnings on volume data", 12.5), ("disk failed", 30.0),
+                        ("mount of tmp failed: no such device", 2.0), ("ping timed out", 2.0)):
         before, after = adaptive.judge("src", line, score), restored.judge("src", line, score)
         assert (before.anomaly, before.how) == (after.anomaly, after.how)
         assert before.threshold == pytest.approx(after.threshold)
@@ -132,3 +173,22 @@ def test_what_was_learned_survives_a_round_trip_through_json():
 def test_settings_are_checked(bad):
     with pytest.raises(ValueError):
         AdaptiveSettings(**bad)
+
+
+def test_rescoring_under_a_new_model_refills_score_histories_and_counts_nothing_twice():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    adaptive.seen("src", 3.0, "mount of home failed: no such device")
+    before = json.loads(json.dumps(adaptive.state()))["sources"]["src"]
+    with adaptive.rescoring("src"):  # the new model scores the same lines a tenth as high
+        for i in range(40):
+            line = "session opened for user bob by (uid=<N1>)"
+            assert not adaptive.judge("src", line, 0.2).anomaly
+            adaptive.learn("src", line, 0.2, level="INFO")
+        adaptive.seen("src", 9.0, "mount of data failed: no such device")
+    after = adaptive.state()["sources"]["src"]
+    for key in ("lines", "levels", "problems", "novel", "recent"):
+        assert after[key] == before[key], key
+    session = next(t for t in after["templates"] if t["template"].startswith("session opened"))
+    assert session["scores"] == [0.2] * 40  # its history is the new model's now
+    assert adaptive.judge("src", "session opened for user bob by (uid=<N1>)", 1.5).anomaly

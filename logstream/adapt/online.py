@@ -111,10 +111,9 @@ class OnlineAdapter:
             kept = list(track.tail)[-self.settings.relearn_lines:]
             if not kept:
                 continue
-            lines_before = new.adaptive.forget_scores(source)
-            for at in range(0, len(kept), 64):
-                new.score(kept[at:at + 64])
-            new.adaptive.set_lines(source, lines_before)
+            with new.adaptive.rescoring(source):
+                for at in range(0, len(kept), 64):
+                    new.score(kept[at:at + 64])
         return new
 
 

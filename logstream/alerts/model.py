@@ -69,9 +69,11 @@ class Alert(BaseModel):
     line: str
     score: float
     threshold: float
-    threshold_how: str | None = Field(None, description="how the threshold in force was set: 'template' (the "
-                                      "template's own recent normal scores), 'new template' (the source's recent "
-                                      "new templates), 'marked normal', 'fixed' (calibrated or configured)")
+    threshold_how: str | None = Field(None, description="why it alerted, how the threshold in force was set: "
+                                      "'template' (the template's own recent normal scores), 'new template' (the "
+                                      "source's recent new templates), 'rare level', 'unseen problem' (a problem "
+                                      "line whose pattern the source never showed in a normal line), 'calibrated', "
+                                      "'marked normal', 'fixed' (configured)")
     explanation: Explanation = Field(default_factory=Explanation)
     template: str | None = None
     model_version: str

@@ -94,11 +94,35 @@ class CanonicalLine:
                    timestamp=get("timestamp"), host=get("host"), pid=get("pid"), fields=extra)
 
 
+# Programs' own headers that a structured record may carry inside its message (nginx writing its
+# error-log line to journald, a Java logger's line shipped as JSON): read so that their time and pid
+# stay out of what the model reads, and their level (more precise than a transport's) is used.
+INNER_FORMATS = tuple(FORMATS_BY_NAME[name] for name in
+                      ("nginx_error", "apache_error", "log4j", "logback", "python", "klog", "iso_prefix"))
+
+
+def _read_inner_header(canonical: CanonicalLine) -> CanonicalLine:
+    for inner_format in INNER_FORMATS:
+        groups = inner_format.match(canonical.message)
+        if groups is None or not groups.get("timestamp"):
+            continue
+        inner = CanonicalLine.from_groups(inner_format.name, groups)
+        return CanonicalLine(
+            format=canonical.format, message=inner.message, level=inner.level or canonical.level,
+            component=canonical.component or inner.component, process=canonical.process or inner.process,
+            event=canonical.event or inner.event, timestamp=canonical.timestamp or inner.timestamp,
+            host=canonical.host or inner.host, pid=canonical.pid or inner.pid,
+            fields={**inner.fields, **canonical.fields})
+    return canonical
+
+
 def read_with(parser: Parser, line: str) -> CanonicalLine | None:
     groups = parser.match(line)
     if groups is None:
         return None
     canonical = CanonicalLine.from_groups(parser.name, groups)
+    if parser.name in ("json", "logfmt"):
+        return _read_inner_header(canonical)
     if canonical.level is None and parser.name not in ("json", "logfmt"):
         # a header around a structured payload (a syslog or container line carrying JSON/logfmt)
         inner = parse_json_line(canonical.message) or parse_logfmt_line(canonical.message)

@@ -83,6 +83,16 @@ def _assemble(fields: dict, need_message: bool = True, extras: bool = True) -> d
     return groups
 
 
+def _journal_bytes(value):
+    """journald's JSON export writes a field that is not valid UTF-8 or holds control characters as an
+    array of byte values (systemd.journal-fields(7)): back to text, control bytes as ``\\xNN`` escapes
+    the way nginx and syslog write them."""
+    if not (isinstance(value, list) and value and all(isinstance(b, int) and 0 <= b < 256 for b in value)):
+        return value
+    text = bytes(value).decode("utf-8", errors="replace")
+    return "".join(c if c >= " " or c == "\t" else f"\\x{ord(c):02x}" for c in text)
+
+
 def parse_json_line(line: str) -> dict | None:
     """Header groups of a JSON log line, or None when it is not one (not an object, no message field)."""
     text = line.strip()
@@ -96,7 +106,10 @@ def parse_json_line(line: str) -> dict | None:
         return None
     # journald's export (journalctl -o json) carries dozens of bookkeeping fields (MESSAGE_ID,
     # SYSLOG_FACILITY, sizes...): its MESSAGE, PRIORITY and SYSLOG_IDENTIFIER are the entry
-    return _assemble(_flatten(obj), extras="__REALTIME_TIMESTAMP" not in obj and "__CURSOR" not in obj)
+    journald = "__REALTIME_TIMESTAMP" in obj or "__CURSOR" in obj
+    if journald:
+        obj = {key: _journal_bytes(value) for key, value in obj.items()}
+    return _assemble(_flatten(obj), extras=not journald)
 
 
 def parse_logfmt_line(line: str) -> dict | None:

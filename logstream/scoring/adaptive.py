@@ -26,6 +26,14 @@ source has shown, per template:
   news however plain its words (measured: the level alone finds most of the injected errors of the
   onboarding benchmark without a false alert, where one token of surprise in a line is diluted in
   its mean).
+* **Unseen problems.** A line that reads as a problem (a level other than TRACE, DEBUG, INFO or
+  NOTICE, or a word of ``problem_words``: "refused", "timed out", "Traceback"...) alerts while its
+  pattern (drain3 at the stricter ``problem_similarity``) has never been seen in a normal line of
+  its source. Lines that alert are not learned from, so a recurring error keeps alerting (grouped
+  per stream by the alert router) until an operator marks it normal or it has alerted
+  ``problem_routine_alerts`` times. Measured on the onboarding benchmark: most real errors of a
+  source the model never saw are recurring problems whose mean token surprise reads like any other
+  new message's, and the first of them teaches nothing (they were never normal).
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
   the scores of the lines it was marked on.
 
@@ -37,7 +45,9 @@ plain JSON (templates as text, re-mined on load: no pickles), so a restart is no
 from __future__ import annotations
 
 import logging
+import re
 from collections import OrderedDict, deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,6 +67,7 @@ TEMPLATE = "template"
 NOVEL = "new template"
 FEEDBACK = "marked normal"
 RARE_LEVEL = "rare level"
+UNSEEN_PROBLEM = "unseen problem"
 # levels that are not a sign of trouble by themselves; any other (WARN, ERROR, FATAL, or a level word a
 # format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
 LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
@@ -92,6 +103,9 @@ class _Source:
     novel: deque = field(default_factory=deque)
     recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_LINES))  # latest scores, alerted or not
     levels: dict = field(default_factory=dict)  # level -> normal lines that carried it
+    problems: TemplateMiner | None = None  # strict patterns for the unseen-problem rule
+    problem_normal: dict = field(default_factory=dict)  # strict pattern id -> normal lines seen
+    problem_alerts: dict = field(default_factory=dict)  # strict pattern id -> lines that alerted
 
 
 def level_key(level: str | None, event: str | None = None) -> str | None:
@@ -113,6 +127,8 @@ class AdaptiveThresholds:
     def __init__(self, config: AdaptiveSettings = AdaptiveSettings()):
         self.config = config
         self._sources: OrderedDict[str, _Source] = OrderedDict()
+        self._problem_words = re.compile(config.problem_words, re.IGNORECASE) if config.problem_words else None
+        self._rescoring: set[str] = set()  # sources whose score histories are being re-learned
 
     # -- deciding -------------------------------------------------------------------------------
 
@@ -133,6 +149,11 @@ class AdaptiveThresholds:
             return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
                            f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                            f"(under {100 * self.config.rare_level_share:g}%)")
+        if verdict.how != COLD:
+            problem = self._unseen_problem(state, masked, level)
+            if problem is not None:
+                return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
+                               f"{problem}, in a pattern this source has never shown in a normal line")
         if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
             return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
                            f"the model's calibrated threshold, which holds on this source (at most "
@@ -148,6 +169,32 @@ class AdaptiveThresholds:
         above = sum(1 for s in state.recent if s > calibrated)
         return above <= self.config.familiar_share * len(state.recent)
 
+    def _reads_as_problem(self, masked: str, level: str | None) -> str | None:
+        """Why a line reads as a problem (its level, or a problem word), or None. A level that comes with
+        an event (an access log's ``WARN Not Found``) is left to the rare-level rule: there the event is
+        the pattern, and a 404 for a path never asked before is no news."""
+        if level is not None and " " not in level and level not in LOW_LEVELS:
+            return f"a {level} line"
+        if self._problem_words is None:
+            return None
+        found = list(dict.fromkeys(m.group(0) for m in self._problem_words.finditer(masked)))
+        return "the words " + ", ".join(repr(word) for word in found[:3]) if found else None
+
+    def _unseen_problem(self, state: _Source, masked: str, level: str | None) -> str | None:
+        """Why this line is a problem never seen in a normal line of its source, or None."""
+        why = self._reads_as_problem(masked, level)
+        if why is None:
+            return None
+        cluster = self._match(state.problems, masked)
+        if cluster is None:
+            return why
+        if state.problem_normal.get(cluster.cluster_id, 0) > 0:
+            return None
+        routine = self.config.problem_routine_alerts
+        if routine and state.problem_alerts.get(cluster.cluster_id, 0) >= routine:
+            return None  # it keeps coming back: taken as the source's routine (see ``seen``)
+        return why
+
     def _level_share(self, state: _Source, level: str | None) -> float | None:
         """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
         if level is None or level.split(" ", 1)[0] in LOW_LEVELS:
@@ -158,7 +205,7 @@ class AdaptiveThresholds:
     def _judge_score(self, source: str, masked: str, score: float) -> Verdict:
         cfg = self.config
         state = self._source(source)
-        cluster = self._match(state, masked)
+        cluster = self._match(state.miner, masked)
         template = state.templates.get(cluster.cluster_id) if cluster is not None else None
         name = cluster.get_template() if cluster is not None else None
         cid = cluster.cluster_id if cluster is not None else None
@@ -194,7 +241,13 @@ class AdaptiveThresholds:
     def learn(self, source: str, masked: str, score: float, level: str | None = None) -> None:
         """Take a line that did not alert as normal: its template's and its source's histories grow."""
         state = self._source(source)
+        if source in self._rescoring:
+            cluster = self._match(state.miner, masked)
+            if cluster is not None and cluster.cluster_id in state.templates:
+                state.templates[cluster.cluster_id].scores.append(score)
+            return
         self._count(state, score)
+        self._problem_pattern(state, masked, state.problem_normal)
         state.levels[level] = state.levels.get(level, 0) + 1
         cluster_id, known = self._cluster(state, masked)
         template = state.templates.get(cluster_id)
@@ -207,9 +260,23 @@ class AdaptiveThresholds:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
 
-    def seen(self, source: str, score: float) -> None:
-        """Count a line that alerted (it is not learned from, but the source has shown one more line)."""
-        self._count(self._source(source), score)
+    def seen(self, source: str, score: float, masked: str | None = None) -> None:
+        """Count a line that alerted (it is not learned from, but the source has shown one more line;
+        with its text, its problem pattern counts one more alert)."""
+        if source in self._rescoring:
+            return
+        state = self._source(source)
+        self._count(state, score)
+        if masked is not None:
+            self._problem_pattern(state, masked, state.problem_alerts)
+
+    def _problem_pattern(self, state: _Source, masked: str, counts: dict) -> None:
+        cluster_id = state.problems.add_log_message(masked)["cluster_id"]
+        counts[cluster_id] = counts.get(cluster_id, 0) + 1
+        if len(counts) > self.config.max_templates:  # drain3 forgot its least recent clusters
+            alive = {c.cluster_id for c in state.problems.drain.clusters}
+            for key in [k for k in counts if k not in alive]:
+                del counts[key]
 
     def _count(self, state: _Source, score: float) -> None:
         state.recent.append(score)
@@ -222,11 +289,12 @@ class AdaptiveThresholds:
         template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
         template.marked_normal_at = max(score, template.marked_normal_at or score)
         template.scores.append(score)
+        self._problem_pattern(state, masked, state.problem_normal)
 
     @staticmethod
-    def _match(state: _Source, masked: str):
+    def _match(miner: TemplateMiner, masked: str):
         """The cluster this line would join (drain3's tree search at its similarity, changing nothing)."""
-        drain = state.miner.drain
+        drain = miner.drain
         return drain.tree_search(drain.root_node, drain.get_content_as_tokens(masked), drain.sim_th, True)
 
     def _cluster(self, state: _Source, masked: str) -> tuple[int, bool]:
@@ -245,28 +313,36 @@ class AdaptiveThresholds:
     def _source(self, source: str) -> _Source:
         state = self._sources.get(source)
         if state is None:
-            config = TemplateMinerConfig()
-            config.drain_sim_th = self.config.similarity
-            config.drain_max_clusters = self.config.max_templates
-            config.profiling_enabled = False
-            state = self._sources[source] = _Source(TemplateMiner(config=config))
+            state = self._sources[source] = _Source(self._miner(self.config.similarity),
+                                                    problems=self._miner(self.config.problem_similarity))
             if len(self._sources) > self.config.max_sources:
                 self._sources.popitem(last=False)
         else:
             self._sources.move_to_end(source)
         return state
 
-    def forget_scores(self, source: str) -> int:
-        """Drop a source's score histories (scores of another model), keeping its templates and marks;
-        returns its line count (see ``set_lines``)."""
+    def _miner(self, similarity: float) -> TemplateMiner:
+        config = TemplateMinerConfig()
+        config.drain_sim_th = similarity
+        config.drain_max_clusters = self.config.max_templates
+        config.profiling_enabled = False
+        return TemplateMiner(config=config)
+
+    @contextmanager
+    def rescoring(self, source: str):
+        """Re-learn a source's template score histories under a new model: they are emptied, and the
+        lines scored inside the block (judged and learned as usual) refill them. What does not depend
+        on the model stays as it was: line counts, levels, problem patterns, marks, and the history of
+        new-template scores (the old model's, higher on a source it knew less: a safer bar until new
+        templates replace them; re-scored lines of known templates are no new templates)."""
         state = self._source(source)
-        state.novel.clear()
         for template in state.templates.values():
             template.scores.clear()
-        return state.lines
-
-    def set_lines(self, source: str, lines: int) -> None:
-        self._source(source).lines = lines
+        self._rescoring.add(source)
+        try:
+            yield
+        finally:
+            self._rescoring.discard(source)
 
     # -- persistence ----------------------------------------------------------------------------
 
@@ -275,7 +351,10 @@ class AdaptiveThresholds:
         sources = {}
         for name, state in self._sources.items():
             clusters = {c.cluster_id: c.get_template() for c in state.miner.drain.clusters}
+            problems = {c.cluster_id: c.get_template() for c in state.problems.drain.clusters}
             sources[name] = {
+                "problems": [{"template": problems[cid], "normal": state.problem_normal.get(cid, 0),
+                              "alerts": state.problem_alerts.get(cid, 0)} for cid in problems],
                 "lines": state.lines, "novel": list(state.novel), "recent": list(state.recent),
                 "levels": [[level, count] for level, count in state.levels.items()],
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
@@ -293,6 +372,11 @@ class AdaptiveThresholds:
             state.recent.extend(saved.get("recent", []))
             state.levels = {level: count for level, count in saved.get("levels", [])}
             state.novel.extend(saved["novel"][-self.config.novel_history:])
+            for item in saved.get("problems", []):
+                cluster_id = state.problems.add_log_message(item["template"])["cluster_id"]
+                for key, counts in (("normal", state.problem_normal), ("alerts", state.problem_alerts)):
+                    if item[key]:
+                        counts[cluster_id] = counts.get(cluster_id, 0) + item[key]
             for item in saved["templates"]:
                 cluster_id = state.miner.add_log_message(item["template"])["cluster_id"]
                 template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
