@@ -190,5 +190,6 @@ def test_rescoring_under_a_new_model_refills_score_histories_and_counts_nothing_
     for key in ("lines", "levels", "problems", "novel", "recent"):
         assert after[key] == before[key], key
     session = next(t for t in after["templates"] if t["template"].startswith("session opened"))
-    assert session["scores"] == [0.2] * 40  # its history is the new model's now
-    assert adaptive.judge("src", "session opened for user bob by (uid=<N1>)", 1.5).anomaly
+    old = next(t for t in before["templates"] if t["template"].startswith("session opened"))
+    # the new model's scores join the history; the old model's stay until pushed out (a safe bar)
+    assert session["scores"] == (old["scores"] + [0.2] * 40)[-CONFIG.history:]

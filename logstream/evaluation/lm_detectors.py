@@ -156,6 +156,18 @@ class LanguageModelDetector:
 
 
 COLD_MARGIN = -1e6  # a line no threshold was in force for (a source's cold start) ranks below every other
+ALERT_RANK = 1e6  # a line the service alerted on ranks above every line it did not
+
+
+def live_margin(scored) -> float:
+    """A line's rank under the service's decision, positive exactly where the service alerted: rules
+    that alert whatever the score (a rare level, an unseen problem) alert below the score threshold
+    in force, so the margin alone would not say where the service alerts."""
+    if scored.is_anomaly:
+        return ALERT_RANK + (scored.score - scored.threshold if scored.threshold is not None else 0.0)
+    if scored.threshold is None:
+        return COLD_MARGIN + scored.score
+    return min(scored.score - scored.threshold, 0.0)
 
 
 class LiveDetector:
@@ -165,8 +177,9 @@ class LiveDetector:
     The scorer first reads the split's normal training and calibration lines in order, as the service
     would have before the test part (windows and adaptive thresholds warm), then the test part in
     order, still adapting: it learns from every test line it does not alert on, as the service does,
-    never from a label. A line's score is its margin over the threshold in force, so the harness's
-    threshold of 0 alerts exactly where the service alerts; best F1 and the curves rank the margins.
+    never from a label. A line's score is its margin over the threshold in force, moved above every
+    other line's where the service alerted (``live_margin``), so the harness's threshold of 0 alerts
+    exactly where the service alerts; best F1 and the curves rank the margins.
     """
 
     def __init__(self, shared: SplitModel, settings):
@@ -194,8 +207,7 @@ class LiveDetector:
             scorer, _ = self._replay(scorer, adaptation, self._history, "live (history)")
             scorer, scored = self._replay(scorer, adaptation, entries, "live")
             self.rounds = adaptation.rounds if adaptation else []
-        return np.array([COLD_MARGIN + s.score if s.threshold is None else s.score - s.threshold for s in scored],
-                        dtype=np.float64)
+        return np.array([live_margin(s) for s in scored], dtype=np.float64)
 
     @staticmethod
     def _replay(scorer, adaptation, entries: list[LogEntry], what: str, batch: int = 64):
