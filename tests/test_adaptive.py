@@ -76,7 +76,7 @@ def judge_and_learn(adaptive: AdaptiveThresholds, line: str, score: float = 2.0,
     """What the scorer does with each line: judge it, then learn it if it did not alert."""
     verdict = adaptive.judge("src", line, score, level=level)
     if verdict.anomaly:
-        adaptive.seen("src", score, line)
+        adaptive.seen("src", score, line, level=level)
     else:
         adaptive.learn("src", line, score, level=level)
     return verdict
@@ -117,12 +117,23 @@ def test_a_level_the_source_rarely_writes_alerts_however_plain_its_words():
         adaptive.learn("src", "request <N1> served", 2.0, level=level)
     plain = "request <N1> served"
     error = adaptive.judge("src", plain, 2.0, level="ERROR")
-    assert error.anomaly and error.how == RARE_LEVEL and "ERROR lines are 0.25% of this source's normal lines" in error.note
+    assert error.anomaly and error.how == RARE_LEVEL and "ERROR lines are 0.25% of this source's lines" in error.note
     assert not adaptive.judge("src", plain, 2.0, level="WARN").anomaly
     assert not adaptive.judge("src", plain, 2.0, level="DEBUG").anomaly  # low levels never alert by level
     assert adaptive.judge("src", plain, 2.0, level="DETAIL").anomaly  # a level word no format ranks
     assert adaptive.judge("src", plain, 2.0, level=level_key("WARN", "Forbidden")).anomaly  # a rare status
     assert not adaptive.judge("src", plain, 2.0, level=level_key("INFO", "Partial Content")).anomaly
+
+
+def test_a_level_that_turns_out_routine_stops_alerting_though_its_lines_alerted():
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"problem_words": ""}))
+    for i in range(400):  # a source that has written no WARN line so far
+        judge_and_learn(adaptive, "request <N1> served", level="INFO")
+    verdicts = [judge_and_learn(adaptive, "request <N1> served", level="WARN" if i % 10 == 0 else "INFO")
+                for i in range(400)]  # WARN turns out to be 10% of the lines
+    warns = [v for i, v in enumerate(verdicts) if i % 10 == 0]
+    assert warns[0].anomaly and warns[0].how == RARE_LEVEL
+    assert not any(v.anomaly for v in warns[-20:])  # rare no more, though none of them was learned
 
 
 def test_sources_learn_apart():
@@ -185,7 +196,7 @@ def test_rescoring_under_a_new_model_refills_score_histories_and_counts_nothing_
             line = "session opened for user bob by (uid=<N1>)"
             assert not adaptive.judge("src", line, 0.2).anomaly
             adaptive.learn("src", line, 0.2, level="INFO")
-        adaptive.seen("src", 9.0, "mount of data failed: no such device")
+        adaptive.seen("src", 9.0, "mount of data failed: no such device", level="ERROR")
     after = adaptive.state()["sources"]["src"]
     for key in ("lines", "levels", "problems", "novel", "recent"):
         assert after[key] == before[key], key

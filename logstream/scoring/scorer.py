@@ -187,7 +187,7 @@ class LineScorer:
                                                level=level)
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly:
-                self.adaptive.seen(source, line.score, line.masked)
+                self.adaptive.seen(source, line.score, line.masked, level=level)
             else:
                 self.adaptive.learn(source, line.masked, line.score, level=level)
 
