@@ -113,7 +113,8 @@ class AdaptiveSettings(Section):
                                       "problem rule compares (stricter than `similarity`: 'Connection refused' and "
                                       "'No such file' lines share most of their words)")
     problem_routine_alerts: int = Field(100, ge=0, description="after this many alerting lines of one problem "
-                                        "pattern it is taken as routine for its source (0: alert until marked normal)")
+                                        "pattern, or of one rare level, it is taken as routine for its source "
+                                        "(0: alert until marked normal)")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
 
