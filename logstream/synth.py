@@ -29,6 +29,7 @@ import asyncio
 import heapq
 import itertools
 import json
+import logging
 import math
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
@@ -37,6 +38,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from random import Random
 from typing import Self
+
+PRODUCER_STOP_TIMEOUT_S = 10.0  # at most this long to flush and close the Kafka producer when stopping
 
 ANOMALY_KINDS = ("unseen_message", "error_burst", "out_of_range_value", "broken_sequence")
 DEFAULT_SERVICES: Mapping[str, int] = {"hdfs": 2, "web": 2, "sshd": 2, "zookeeper": 1}
@@ -899,7 +902,14 @@ class SyntheticLogs:
                     entry, future = unacknowledged.popleft()
                     labels.write(entry, await future)
         finally:
-            await producer.stop()
+            # stop() flushes what is still buffered; bounded, so Ctrl-C (or SIGTERM) never hangs on a
+            # slow or gone broker: what was not acknowledged by then may or may not have landed
+            try:
+                await asyncio.wait_for(producer.stop(), PRODUCER_STOP_TIMEOUT_S)
+            except TimeoutError:
+                logging.getLogger(__name__).warning(
+                    "the broker did not acknowledge the last lines within %g s; stopped without them",
+                    PRODUCER_STOP_TIMEOUT_S)
         return ProducedLogs(sent, anomalous)
 
 
