@@ -171,7 +171,13 @@ def start_service(service: dict, broker: EmbeddedBroker, workdir: Path,
     args = [str(workdir / a[len("/tmp/"):]) if a.startswith("/tmp/") else a for a in service["command"][1:]]
     return subprocess.Popen([sys.executable, "-m", "logstream.cli", *args], env=env, cwd=workdir,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_default_interrupt)
+
+
+def _default_interrupt() -> None:
+    """Ctrl-C as a container's (or a terminal's) process gets it: a test run started in the background of
+    a non-interactive shell passes SIGINT on ignored, and the producer's Ctrl-C would then never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_until(condition, what: str, processes: dict[str, tuple[subprocess.Popen, Output]],
