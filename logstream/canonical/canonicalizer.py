@@ -123,7 +123,7 @@ def read_with(parser: Parser, line: str) -> CanonicalLine | None:
     canonical = CanonicalLine.from_groups(parser.name, groups)
     if parser.name in ("json", "logfmt"):
         return _read_inner_header(canonical)
-    if canonical.level is None and parser.name not in ("json", "logfmt"):
+    if canonical.level is None:
         # a header around a structured payload (a syslog or container line carrying JSON/logfmt)
         inner = parse_json_line(canonical.message) or parse_logfmt_line(canonical.message)
         if inner is not None:

@@ -121,6 +121,13 @@ def level_key(level: str | None, event: str | None = None) -> str | None:
     return f"{level} {event}" if event else level
 
 
+def _forget_gone(by_cluster: dict, miner: TemplateMiner) -> None:
+    """Drop the entries of clusters the miner forgot (drain3 keeps its ``max_templates`` most recent)."""
+    alive = {c.cluster_id for c in miner.drain.clusters}
+    for cluster_id in [k for k in by_cluster if k not in alive]:
+        del by_cluster[cluster_id]
+
+
 def _quantiles(values, q: float) -> tuple[float, float]:
     """(q-quantile, interquartile range) of the values."""
     array = np.fromiter(values, dtype=np.float64)
@@ -150,9 +157,8 @@ class AdaptiveThresholds:
             return verdict
         state = self._sources[source]
         share = self._level_share(state, level)
-        routine = self.config.problem_routine_alerts
         if (verdict.how != COLD and share is not None and share < self.config.rare_level_share
-                and not (routine and state.level_alerts.get(level, 0) >= routine)):
+                and not self._routine(state.level_alerts.get(level, 0))):
             return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
                            f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                            f"(under {100 * self.config.rare_level_share:g}%)")
@@ -197,10 +203,14 @@ class AdaptiveThresholds:
             return why
         if state.problem_normal.get(cluster.cluster_id, 0) > 0:
             return None
-        routine = self.config.problem_routine_alerts
-        if routine and state.problem_alerts.get(cluster.cluster_id, 0) >= routine:
+        if self._routine(state.problem_alerts.get(cluster.cluster_id, 0)):
             return None  # it keeps coming back: taken as the source's routine (see ``seen``)
         return why
+
+    def _routine(self, alerts: int) -> bool:
+        """Whether a level or problem pattern has alerted often enough to be the source's routine."""
+        routine = self.config.problem_routine_alerts
+        return bool(routine) and alerts >= routine
 
     def _level_share(self, state: _Source, level: str | None) -> float | None:
         """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
@@ -281,10 +291,8 @@ class AdaptiveThresholds:
     def _problem_pattern(self, state: _Source, masked: str, counts: dict) -> None:
         cluster_id = state.problems.add_log_message(masked)["cluster_id"]
         counts[cluster_id] = counts.get(cluster_id, 0) + 1
-        if len(counts) > self.config.max_templates:  # drain3 forgot its least recent clusters
-            alive = {c.cluster_id for c in state.problems.drain.clusters}
-            for key in [k for k in counts if k not in alive]:
-                del counts[key]
+        if len(counts) > self.config.max_templates:
+            _forget_gone(counts, state.problems)
 
     def _count(self, state: _Source, score: float) -> None:
         state.recent.append(score)
@@ -307,9 +315,8 @@ class AdaptiveThresholds:
 
     def _cluster(self, state: _Source, masked: str) -> tuple[int, bool]:
         result = state.miner.add_log_message(masked)
-        if len(state.templates) > self.config.max_templates:  # drain3 forgot its least recent clusters
-            alive = {c.cluster_id for c in state.miner.drain.clusters}
-            state.templates = {k: v for k, v in state.templates.items() if k in alive}
+        if len(state.templates) > self.config.max_templates:
+            _forget_gone(state.templates, state.miner)
         return result["cluster_id"], result["change_type"] == "none"
 
     @staticmethod
