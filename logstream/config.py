@@ -10,11 +10,12 @@ if there is one), then the defaults below.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -119,12 +120,38 @@ class AdaptiveSettings(Section):
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
 
 
+class SessionSettings(Section):
+    """Keyed streams as sessions (``logstream.scoring.sessions``): with a model trained on whole
+    sessions (``logstream train --sessions``), streams keyed by ``scoring.stream_key`` are judged
+    as sessions, their ends scored."""
+
+    enabled: bool = Field(True, description="judge keyed streams as sessions when the model was trained on "
+                          "whole sessions; off: keyed streams are judged line by line and never end")
+    idle_s: float = Field(30.0, gt=0, description="a session ends when it has had no line for this long; its "
+                          "end is scored and its window freed")
+    end_pattern: str | None = Field(None, description="regex of a line that ends its session at once (e.g. "
+                                    "'Deleting block'), besides going quiet")
+    check_interval_s: float = Field(1.0, gt=0, description="how often the worker looks for quiet sessions")
+    explain: bool = Field(True, description="name the line the model expected when a session ends abnormally")
+
+    @field_validator("end_pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"scoring.sessions.end_pattern is not a valid regex ({exc}): {value!r}") from None
+        return value
+
+
 class ScoringSettings(Section):
     stream_key: str | None = Field(
         None, description="regex whose first match (or group 1) keys the stream inside a line, e.g. blk_-?\\d+; "
         "default: the Kafka message key")
     threshold: float | None = Field(None, description="override the model's calibrated threshold")
     adaptive: AdaptiveSettings = AdaptiveSettings()
+    sessions: SessionSettings = SessionSettings()
     warmup_tokens: int = Field(0, ge=0, description="tokens a new stream must see before it may alert at all "
                                "(on top of the calibrated warm-up threshold, which applies from the first line)")
 

@@ -13,17 +13,19 @@ from tqdm.auto import tqdm
 
 from logstream.cache import EngineConfig
 from logstream.canonical import Canonicalizer, Pin
-from logstream.scoring.calibration import calibrate_threshold
+from logstream.scoring.calibration import calibrate_tail_threshold, calibrate_threshold
 from logstream.scoring.card import Calibration
 from logstream.scoring.scorer import load_scorer
 
 from .corpus import Corpus
 
 
-def replay_scores(scorer, corpus: Corpus, batch_streams: int = 16, progress: bool = True):
+def replay_scores(scorer, corpus: Corpus, batch_streams: int = 16, progress: bool = True,
+                  ends: dict[str, float] | None = None):
     """Yield (stream, line, LineScore) for every line of every stream, in order within each stream.
 
     Streams are interleaved: one line from each of up to ``batch_streams`` streams per forward pass.
+    ``ends``: filled with the end surprise of every whole session (``Corpus.sessions``) as it ends.
     """
     streams = list(corpus.streams.items())
     bar = tqdm(total=corpus.n_lines, desc="scoring", unit="line", disable=not progress, leave=False)
@@ -35,6 +37,8 @@ def replay_scores(scorer, corpus: Corpus, batch_streams: int = 16, progress: boo
                 yield name, line, scored
             bar.update(len(batch))
         for name, _ in group:  # the service forgets ended streams too
+            if ends is not None and name in corpus.sessions:
+                ends[name] = scorer.end_surprise(name)
             scorer.forget(name)
     bar.close()
 
@@ -47,10 +51,16 @@ def calibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: 
     scorer = load_scorer(model_dir, device="cpu", dtype="float32", engine_config=EngineConfig(window=window),
                          aggregate_name=aggregate, canonicalizer=Canonicalizer(pins))
     warm, cold = [], []
-    for _, _, scored in replay_scores(scorer, held_out, progress=progress):
-        (warm if scored.stream_position >= warmup_tokens else cold).append(scored.score)
+    ends: dict[str, float] = {}
+    session_lines: dict[str, list[tuple[float, bool]]] = {}
+    for stream, _, scored in replay_scores(scorer, held_out, progress=progress,
+                                           ends=ends if scorer.card.session_ends else None):
+        is_warm = scored.stream_position >= warmup_tokens
+        (warm if is_warm else cold).append(scored.score)
+        if stream in held_out.sessions:
+            session_lines.setdefault(stream, []).append((scored.score, is_warm))
     everything = warm + cold
-    return Calibration(
+    calibration = Calibration(
         aggregate=aggregate,
         threshold=calibrate_threshold(warm or everything, target_false_alert_rate),
         warmup_threshold=calibrate_threshold(cold or everything, target_false_alert_rate),
@@ -58,7 +68,21 @@ def calibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: 
         target_false_alert_rate=target_false_alert_rate,
         calibration_lines=len(warm),
         calibration_warmup_lines=len(cold),
+        end_threshold=calibrate_threshold(list(ends.values()), target_false_alert_rate) if ends else None,
+        calibration_sessions=len(ends),
     )
+    if ends:
+        calibration.session_threshold = calibrate_tail_threshold(
+            [session_evidence(calibration, session_lines.get(s, []), end) for s, end in ends.items()],
+            target_false_alert_rate)
+    return calibration
+
+
+def session_evidence(calibration: Calibration, lines: list[tuple[float, bool]], end_surprise: float) -> float:
+    """A session's largest margin: of its lines (score, warm) over their thresholds, and of its end
+    (``logstream.scoring.sessions``)."""
+    margins = [score - (calibration.threshold if warm else calibration.warmup_threshold) for score, warm in lines]
+    return max(margins + [end_surprise - calibration.end_threshold])
 
 
 def recalibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: float,

@@ -17,6 +17,9 @@ from logstream.keys import key_of
 @dataclass
 class Corpus:
     streams: dict[str, list[str]] = field(default_factory=dict)
+    # streams that are whole sessions (an HDFS block from allocation to deletion, a request, a job):
+    # the model is trained to end them with an end-of-session token
+    sessions: set[str] = field(default_factory=set)
 
     def add(self, stream: str, line: str) -> None:
         self.streams.setdefault(stream, []).append(line)
@@ -24,6 +27,7 @@ class Corpus:
     def extend(self, other: "Corpus") -> "Corpus":
         for stream, lines in other.streams.items():
             self.streams.setdefault(stream, []).extend(lines)
+        self.sessions |= other.sessions
         return self
 
     @property
@@ -37,7 +41,7 @@ class Corpus:
     def canonical(self, canonicalizer) -> "Corpus":
         """The same streams with each line replaced by its canonical text (what the model reads)."""
         return Corpus({stream: [canonicalizer.read(stream, line).text for line in lines]
-                       for stream, lines in self.streams.items()})
+                       for stream, lines in self.streams.items()}, set(self.sessions))
 
     def split(self, holdout_fraction: float, min_stream_lines: int = 40) -> tuple["Corpus", "Corpus"]:
         """(train, held-out): every 1/fraction-th short stream whole, and the tail of each long one.
@@ -45,12 +49,12 @@ class Corpus:
         Deterministic. Held-out lines calibrate thresholds; tails of long streams are scored after
         their training part has been fed as context, so they measure warm streams.
         """
-        train, held = Corpus(), Corpus()
+        train, held = Corpus(sessions=set(self.sessions)), Corpus(sessions=set(self.sessions))
         every = max(1, round(1 / holdout_fraction)) if holdout_fraction > 0 else 0
         for i, (stream, lines) in enumerate(sorted(self.streams.items())):
             if holdout_fraction <= 0:
                 train.streams[stream] = list(lines)
-            elif len(lines) < min_stream_lines:
+            elif len(lines) < min_stream_lines or stream in self.sessions:  # a session is never cut
                 (held if every and i % every == every - 1 else train).streams[stream] = list(lines)
             else:
                 cut = len(lines) - max(1, int(len(lines) * holdout_fraction))
@@ -70,7 +74,7 @@ def expand(patterns: list[str]) -> list[Path]:
 
 
 def read_corpus(patterns: list[str], stream_key: str | None = None, skip: str | None = None,
-                strip: str | None = None) -> Corpus:
+                strip: str | None = None, sessions: bool = False) -> Corpus:
     """Lines of the files matching ``patterns``.
 
     ``stream_key``: regex keying streams inside a file (lines without a match stay in the file's stream).
@@ -91,5 +95,7 @@ def read_corpus(patterns: list[str], stream_key: str | None = None, skip: str | 
                 stream = str(path)
                 if key_re and (key := key_of(key_re, line)) is not None:
                     stream = key
+                    if sessions:
+                        corpus.sessions.add(key)
                 corpus.add(stream, line)
     return corpus

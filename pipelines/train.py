@@ -79,11 +79,16 @@ def build_preamble(corpus: Corpus, masker: LineMasker, n_templates: int) -> tupl
 
 
 def encode_streams(corpus: Corpus, masker: LineMasker, tokenizer) -> list[list[list[int]]]:
-    """Per stream, per line: token ids of the masked line plus its newline."""
+    """Per stream, per line: token ids of the masked line plus its newline. A whole session ends
+    with one more "line": the end-of-session token (EOS), so the model learns when a workflow is
+    complete and the service can ask how likely the end is where a session stopped."""
     streams = []
-    for lines in tqdm(corpus.streams.values(), desc="tokenizing", unit="stream", leave=False):
+    for name, lines in tqdm(corpus.streams.items(), desc="tokenizing", unit="stream", leave=False):
         texts = [masker(line) + "\n" for line in lines]
-        streams.append(tokenizer(texts, add_special_tokens=False).input_ids if texts else [])
+        ids = tokenizer(texts, add_special_tokens=False).input_ids if texts else []
+        if ids and name in corpus.sessions:
+            ids.append([tokenizer.eos_token_id])
+        streams.append(ids)
     return streams
 
 
@@ -95,6 +100,7 @@ class ExampleSampler:
     prefix: list[int]
     context: int
     pad_id: int
+    end_id: int | None = None  # a stream ending in this token is a whole session
 
     def __post_init__(self):
         self.weights = [sum(len(line) for line in s) for s in self.streams]
@@ -102,10 +108,14 @@ class ExampleSampler:
         self.stream_weights = [self.weights[i] for i in self.stream_ids]
 
     def example(self, rng: random.Random) -> list[int]:
-        stream = self.streams[rng.choices(self.stream_ids, self.stream_weights)[0]]
+        index = rng.choices(self.stream_ids, self.stream_weights)[0]
+        stream = self.streams[index]
         # Start at a line boundary; at the very start a quarter of the time, so short contexts
-        # (new streams, warm-up) are trained as well as full windows.
-        start = 0 if rng.random() < 0.25 else rng.randrange(len(stream))
+        # (new streams, warm-up) are trained as well as full windows. A session that fits the
+        # context always starts at its start: the service opens a fresh window for each session,
+        # and where a session ends only means something after its beginning.
+        whole = self.end_id is not None and stream[-1] == [self.end_id] and self.weights[index] <= self.context
+        start = 0 if whole or rng.random() < 0.25 else rng.randrange(len(stream))
         tokens: list[int] = []
         for line in stream[start:]:
             tokens += line
@@ -272,16 +282,18 @@ def train_pipeline(corpus: Corpus, out_dir: str | Path, cfg: TrainConfig = Train
     if model is None:
         model = new_model(cfg, tokenizer, max_positions=len(prefix) + cfg.context + 1024)
 
-    sampler = ExampleSampler(encode_streams(texts, masker, tokenizer), prefix, cfg.context, tokenizer.pad_token_id)
+    sampler = ExampleSampler(encode_streams(texts, masker, tokenizer), prefix, cfg.context, tokenizer.pad_token_id,
+                             end_id=tokenizer.eos_token_id)
     summary = train_model(model, sampler, cfg, out / "checkpoint", progress)
 
     model.save_pretrained(str(out), safe_serialization=True)
     save_tokenizer(tokenizer, out)
     card = ModelCard(
         model_version=weights_version(out), reads=reads, masks=masks, preamble=kept,
+        session_ends=bool(corpus.sessions) or (init_from is not None and base_card.session_ends),
         templates=known[: cfg.known_templates],
         training={**(description or {}), "config": cfg.model_dump(), **summary, "lines": corpus.n_lines,
-                  "streams": len(corpus.streams), "init_from": str(init_from) if init_from else None},
+                  "streams": len(corpus.streams), "sessions": len(corpus.sessions), "init_from": str(init_from) if init_from else None},
     )
     card.save(out)
     card.calibration = calibrate(out, calibration, target_false_alert_rate, progress=progress, pins=pins)

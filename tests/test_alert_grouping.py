@@ -41,7 +41,7 @@ def test_alert_json_round_trip():
                                                summary="odd"))
     data = alert.to_bytes()
     assert Alert.from_bytes(data) == alert
-    assert b'"schema_version":2' in data
+    assert b'"schema_version":3' in data
 
 
 def test_alert_id_is_stable_and_identifies_the_first_anomaly():

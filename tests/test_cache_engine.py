@@ -194,6 +194,33 @@ def test_evicted_stream_returns_bit_exactly():
     assert torch.equal(tight.pool.values[:, slot][:, :, keep], saved[1][:, :, keep])
 
 
+def test_a_short_stream_offloads_only_its_tokens_and_returns_exactly_into_a_used_slot():
+    """Sessions are short: a window holding 3 tokens costs host memory for 3, not L. Coming back
+    into a slot a long stream filled, the ring positions past its tokens hold that stream's data
+    and must stay masked out."""
+    _, ours = tiny_pair("llama-gqa", layers=2)
+    L = 16
+    tight = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=1))
+    roomy = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=4))
+    long_lines = random_lines(6 * L, seed=41)
+    short_lines = random_lines(8, seed=42)
+    per_token = 2 * 2 * ours.args.n_kv_heads * ours.args.head_dim * 4  # keys + values, 2 layers, float32
+    for step, line in enumerate(long_lines):
+        for engine in (tight, roomy):
+            engine.score([Chunk("long", line)])
+        if step < len(short_lines):
+            x, y = (e.score([Chunk("short", short_lines[step])])[0] for e in (tight, roomy))
+            assert torch.equal(x.logprobs, y.logprobs) and torch.equal(x.entropy, y.entropy)
+            if step == 3:  # "short" is now resident and "long", past a full window, on the host
+                assert tight.stream_length("long") > L
+                assert tight.stats().host_bytes == L * per_token + ours.args.dim * 4
+        x, y = (e.score([Chunk("short", [7])])[0] for e in (tight, roomy))
+        assert torch.equal(x.logprobs, y.logprobs)
+    short_length = tight.stream_length("short")
+    tight.score([Chunk("long", [9])])  # "short" goes to the host, with only its tokens
+    assert tight.stats().host_bytes == min(short_length, L) * per_token + ours.args.dim * 4
+
+
 def test_host_budget_forgets_least_recently_used_streams():
     _, ours = tiny_pair("llama-gqa", layers=2)
     engine = StreamingEngine(ours, SINK, EngineConfig(window=8, slots=1, host_bytes=1))

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from logstream.templates import mask_line
 
-SCHEMA_VERSION = 2  # 2: threshold_how (how the threshold in force was set)
+SCHEMA_VERSION = 3  # 2: threshold_how (how the threshold in force was set); 3: session kind, expected line
 
 
 class SurprisingToken(BaseModel):
@@ -77,6 +77,11 @@ class Alert(BaseModel):
     explanation: Explanation = Field(default_factory=Explanation)
     template: str | None = None
     model_version: str
+    kind: str | None = Field(None, description="for a session (a keyed stream that ends): 'unusual line', "
+                             "'abnormal end' (it said it was done where the model did not expect it) or "
+                             "'stalled' (it went quiet where the model expected it to go on)")
+    expected: str | None = Field(None, description="for an abnormal end or a stall: the line the model "
+                                 "expected next instead, as text with variable fields masked")
     count: int = Field(1, ge=1, description="anomalies folded into this alert")
     first_seen: datetime = Field(..., description="default: time")
     last_seen: datetime = Field(..., description="default: time")

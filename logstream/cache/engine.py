@@ -97,6 +97,14 @@ class StreamingEngine:
     def drop(self, stream_id: str) -> bool:
         return self.pool.drop(stream_id)
 
+    @torch.inference_mode()
+    def next_logprobs(self, stream_id: str) -> Tensor:
+        """[vocab] log p(next token | the stream so far): what the model expects after the stream's
+        last token (for a new stream, its first token). Reads the stream's last hidden state; adds
+        nothing to the stream."""
+        state = self.pool.acquire([stream_id], self.sink.last_hidden)[0]
+        return torch.log_softmax(self.model.logits(self.pool.last_hidden[state.slot]), dim=-1).float().cpu()
+
     def stats(self) -> PoolStats:
         return self.pool.stats()
 

@@ -4,7 +4,9 @@ Every stream's window has the same shape (layers x kv_heads x L x head_dim, for 
 values), so a stream is just a slot index into two big tensors that are allocated once and
 never grow. Token ``p`` of a stream lives in ring position ``p % L``. When more streams are
 active than there are slots, the least recently used idle stream is copied to host memory and
-its slot reused; when it comes back it is copied into a free slot bit for bit.
+its slot reused; when it comes back it is copied into a free slot bit for bit. Only the ring
+positions a stream has filled are copied: a short stream (an HDFS block's session of a few hundred
+tokens) costs host memory for its tokens, not for a whole window.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ class StreamState:
 
 @dataclass
 class HostWindow:
-    keys: Tensor  # [layers, Hkv, L, hd]
+    keys: Tensor  # [layers, Hkv, n, hd]: ring positions 0..n-1 (n = min(stream length, L))
     values: Tensor
     last_hidden: Tensor  # [dim]
 
@@ -64,6 +66,7 @@ class SlotPool:
     values: Tensor = field(init=False)
     last_hidden: Tensor = field(init=False)  # [slots, dim]
     streams: "OrderedDict[str, StreamState]" = field(init=False)  # least recently used first
+    _resident: "OrderedDict[str, None]" = field(init=False)  # the streams holding a slot, least recent first
     _free: list[int] = field(init=False)
     _host_bytes: int = field(init=False, default=0)
     _counters: dict = field(init=False)
@@ -77,6 +80,7 @@ class SlotPool:
         self.values = torch.zeros(shape, device=self.device, dtype=self.dtype)
         self.last_hidden = torch.zeros(self.slots, self.dim, device=self.device, dtype=self.dtype)
         self.streams = OrderedDict()
+        self._resident = OrderedDict()
         self._free = list(range(self.slots - 1, -1, -1))  # pop() hands out slot 0 first
         self._counters = {"offloads": 0, "restores": 0, "forgotten": 0}
 
@@ -116,6 +120,8 @@ class SlotPool:
                     self._restore(state)
                 else:
                     self.last_hidden[state.slot].copy_(fresh_hidden)
+            self._resident[sid] = None
+            self._resident.move_to_end(sid)
             states.append(state)
         return states
 
@@ -124,6 +130,7 @@ class SlotPool:
         state = self.streams.pop(stream_id, None)
         if state is None:
             return False
+        self._resident.pop(stream_id, None)
         if state.slot is not None:
             self._free.append(state.slot)
         if state.host is not None:
@@ -133,21 +140,23 @@ class SlotPool:
     def _take_slot(self, keep: set[str]) -> int:
         if self._free:
             return self._free.pop()
-        for sid, state in self.streams.items():  # least recently used first
-            if state.slot is not None and sid not in keep:
-                return self._offload(sid, state)
+        for sid in self._resident:  # least recently used first; O(batch), not O(streams known)
+            if sid not in keep:
+                return self._offload(sid, self.streams[sid])
         raise RuntimeError("no slot can be freed: every resident stream is in the current batch")
 
     def _offload(self, stream_id: str, state: StreamState) -> int:
-        slot = state.slot
+        slot, used = state.slot, min(state.length, self.window)
         pin = self.device.type == "cuda"
-        host = HostWindow(
-            keys=self.keys[:, slot].to("cpu", copy=True).pin_memory() if pin else self.keys[:, slot].cpu().clone(),
-            values=self.values[:, slot].to("cpu", copy=True).pin_memory() if pin
-            else self.values[:, slot].cpu().clone(),
-            last_hidden=self.last_hidden[slot].cpu().clone(),
-        )
+
+        def copy(tensor: Tensor) -> Tensor:
+            part = tensor[:, slot, :, :used]
+            return part.to("cpu", copy=True).pin_memory() if pin else part.cpu().clone()
+
+        host = HostWindow(keys=copy(self.keys), values=copy(self.values),
+                          last_hidden=self.last_hidden[slot].cpu().clone())
         state.host, state.slot = host, None
+        del self._resident[stream_id]
         self._host_bytes += host.nbytes()
         self._counters["offloads"] += 1
         self._enforce_host_budget(keep=stream_id)
@@ -155,15 +164,16 @@ class SlotPool:
 
     def _restore(self, state: StreamState) -> None:
         host = state.host
-        self.keys[:, state.slot].copy_(host.keys, non_blocking=True)
-        self.values[:, state.slot].copy_(host.values, non_blocking=True)
+        used = host.keys.shape[2]  # ring positions past these are masked out until written
+        self.keys[:, state.slot, :, :used].copy_(host.keys, non_blocking=True)
+        self.values[:, state.slot, :, :used].copy_(host.values, non_blocking=True)
         self.last_hidden[state.slot].copy_(host.last_hidden)
         self._host_bytes -= host.nbytes()
         state.host = None
         self._counters["restores"] += 1
 
     def _enforce_host_budget(self, keep: str) -> None:
-        if self.host_bytes_limit is None:
+        if self.host_bytes_limit is None or self._host_bytes <= self.host_bytes_limit:
             return
         for sid in list(self.streams):
             if self._host_bytes <= self.host_bytes_limit:

@@ -18,6 +18,9 @@ def add_arguments(p):
     p.add_argument("--from", dest="init_from", metavar="DIR",
                    help="fine-tune this model instead of training from scratch (e.g. the shipped default)")
     p.add_argument("--stream-key", help="regex keying streams inside files (e.g. 'blk_-?\\d+'); default: per file")
+    p.add_argument("--sessions", action="store_true",
+                   help="each --stream-key stream is a whole session (an HDFS block's lifecycle, a request, a job): "
+                        "the model also learns where sessions end, and the worker scores each session's end")
     p.add_argument("--skip", help="regex of lines to leave out (e.g. known anomalies)")
     p.add_argument("--steps", type=int, help="optimizer steps (default from the training config)")
     p.add_argument("--max-minutes", type=float, help="stop training early after this many minutes")
@@ -55,14 +58,18 @@ def run(args, settings) -> int:
         cfg.steps = args.steps
     if args.max_minutes:
         cfg.max_minutes = args.max_minutes
-    corpus = read_corpus(args.logs, stream_key=args.stream_key, skip=args.skip)
+    if args.sessions and not args.stream_key:
+        raise ValueError("--sessions needs --stream-key REGEX: the key that names each session (e.g. 'blk_-?\\d+')")
+    corpus = read_corpus(args.logs, stream_key=args.stream_key, skip=args.skip, sessions=args.sessions)
     card = train_pipeline(corpus, args.out, cfg, init_from=args.init_from,
                           target_false_alert_rate=args.target_false_alert_rate,
-                          description={"logs": args.logs, "stream_key": args.stream_key},
+                          description={"logs": args.logs, "stream_key": args.stream_key, "sessions": args.sessions},
                           pins=settings.parsing.pins(args.format))
     cal = card.calibration
     print(f"wrote {args.out}: model {card.model_version}, loss {card.training['final_loss']:.3f}, "
-          f"threshold {cal.threshold:.3f} (warming up: {cal.warmup_threshold:.3f})")
+          f"threshold {cal.threshold:.3f} (warming up: {cal.warmup_threshold:.3f})"
+          + (f", session ends {cal.end_threshold:.3f}, sessions {cal.session_threshold:.3f} "
+             f"(on {cal.calibration_sessions} held-out sessions)" if cal.session_threshold is not None else ""))
     return 0
 
 

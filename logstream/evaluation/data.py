@@ -181,8 +181,20 @@ def _flatten(units: list[list[LogEntry]]) -> list[LogEntry]:
     return sorted((e for unit in units for e in unit), key=lambda e: e.index)
 
 
+def _test_only_split(dataset: Dataset, name: str) -> Split:
+    """Every labeled entry is test; the extra (normal) training entries are cut into fit and the
+    latest units for calibration."""
+    spec = dataset.spec
+    units = _units(dataset.extra_train, by_group=spec.level == "group")
+    n_calibration = _count(spec.calibration_fraction, len(units), "training normal units")
+    return Split(name=name, seed=None, train=_flatten(units[:-n_calibration]),
+                 calibration=_flatten(units[-n_calibration:]), test=list(dataset.entries))
+
+
 def _split(dataset: Dataset, name: str, seed: int | None) -> Split:
     spec = dataset.spec
+    if spec.split.kind == "test_only":
+        return _test_only_split(dataset, name)
     split_groups = spec.split.kind == "groups_chronological" or (
         spec.split.kind == "random" and spec.level == "group")
     units = _units(dataset.entries, by_group=split_groups)

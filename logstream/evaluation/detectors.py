@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .baselines import DrainNoveltyDetector
+from .baselines import DrainNoveltyDetector, NgramSessionDetector
 from .detector import Detector
 from .spec import EvalSpec
+
 
 def _lm(spec, settings, args):
     from .lm_detectors import lm_detectors  # imports torch and the model only when asked for
@@ -21,6 +22,9 @@ def _lm(spec, settings, args):
 # share one model trained per split); a builder runs once per split, so detectors start fresh.
 DETECTORS: dict[str, Callable[..., Detector | list[Detector]]] = {
     "drain-novelty": lambda spec, settings, args: DrainNoveltyDetector(pins=spec.pins()),
+    # sequence novelty with the session's start and end (without the end on streams that never end)
+    "ngram": lambda spec, settings, args: [NgramSessionDetector(2, ends=spec.sessions, pins=spec.pins())]
+    + ([NgramSessionDetector(2, ends=False, pins=spec.pins())] if spec.sessions else []),
     "lm": _lm,
 }
 

@@ -53,7 +53,7 @@ def run_detector(spec: EvalSpec, split: Split, detector: Detector) -> DetectorRu
     scored = time.perf_counter()
     scores, labels = _evaluation_level(spec, split, scores)
     return DetectorRun(detector=detector.name, split=split.name,
-                       metrics=compute_metrics(scores, labels, detector.threshold),
+                       metrics=compute_metrics(scores, labels, detector.threshold, spec.real_normal_per_anomalous),
                        scores=scores, labels=labels, fit_seconds=fitted - started,
                        score_seconds=scored - fitted, lines_scored=len(split.test))
 

@@ -34,7 +34,7 @@ from ..cache import EngineConfig
 from ..canonical import Canonicalizer
 from ..config import Settings
 from ..scoring.aggregate import AGGREGATES
-from ..scoring.calibration import calibrate_threshold
+from ..scoring.calibration import calibrate_tail_threshold, calibrate_threshold
 from ..scoring.scorer import LineScore, LineScorer, load_scorer
 from .detector import LogEntry, calibration_scores
 
@@ -57,7 +57,9 @@ class SplitModel:
     seed: int = 0
     pins: tuple = ()  # how lines are read (the spec's format or content regex); () = detected per stream
     model_dir: Path | None = None  # set: score with this model, train none
+    sessions: bool = False  # streams are whole sessions: train with session ends, score each end
     _scored: dict = field(default_factory=dict)  # (mode, id of entries) -> list[LineScore]
+    _ends: dict = field(default_factory=dict)  # (mode, id of entries) -> {position of a session's last line: end surprise}
 
     def ensure_trained(self, train: list[LogEntry], calibration: list[LogEntry], rate: float) -> Path:
         if self.model_dir is not None:
@@ -71,6 +73,7 @@ class SplitModel:
         for entry in [*train, None, *calibration]:
             digest.update(b"\x00" if entry is None else f"{entry.stream}\x01{entry.line}\n".encode())
         digest.update(json.dumps(cfg.model_dump(), sort_keys=True).encode())
+        digest.update(b"sessions" if self.sessions else b"")
         digest.update(repr([(p.stream.pattern, getattr(p.parser, "pattern", getattr(p.parser, "name", None)))
                             for p in self.pins]).encode())
         out = cache_root() / digest.hexdigest()[:16]
@@ -84,8 +87,14 @@ class SplitModel:
     def scores(self, mode: str, entries: list[LogEntry]) -> list[LineScore]:
         key = (mode, id(entries))
         if key not in self._scored:
-            self._scored[key] = score_entries(self.scorer(mode), mode, entries)
+            self._scored[key], self._ends[key] = score_entries(self.scorer(mode), mode, entries,
+                                                               sessions=self.sessions)
         return self._scored[key]
+
+    def ends(self, mode: str, entries: list[LogEntry]) -> dict[int, float]:
+        """{position in entries of a session's last line: surprise of the session's end there}."""
+        self.scores(mode, entries)
+        return self._ends[(mode, id(entries))]
 
     def scorer(self, mode: str) -> LineScorer:
         config = EngineConfig(window=self.window, slots=64)
@@ -103,14 +112,27 @@ class SplitModel:
         corpus = corpus_cls()
         for entry in entries:
             corpus.add(entry.stream, entry.line)
+            if self.sessions:
+                corpus.sessions.add(entry.stream)
         return corpus
 
 
-def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], batch: int = 64) -> list[LineScore]:
-    """Score entries in dataset order, ``batch`` at a time (streams interleave as they arrive)."""
+def last_positions(entries: list[LogEntry]) -> dict[str, int]:
+    """Each stream's last position in ``entries``: where its session ends (offline, the end is known;
+    the service takes it when the stream goes quiet, which on a file of whole sessions is the same)."""
+    return {e.stream: position for position, e in enumerate(entries)}
+
+
+def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], batch: int = 64,
+                  sessions: bool = False) -> tuple[list[LineScore], dict[int, float]]:
+    """Score entries in dataset order, ``batch`` at a time (streams interleave as they arrive).
+    With ``sessions``, each stream's end is scored right after its last line and its window freed:
+    returns the lines' scores and {position of a session's last line: end surprise}."""
     from tqdm.auto import tqdm
 
     out: list[LineScore] = []
+    ends: dict[int, float] = {}
+    last = last_positions(entries) if sessions and scorer.card.session_ends else {}
     for at in tqdm(range(0, len(entries), batch), desc=f"scoring ({mode})", unit="batch", leave=False):
         chunk = entries[at:at + batch]
         if mode == "no-context":  # every line a new stream of its own, forgotten after scoring
@@ -118,19 +140,31 @@ def score_entries(scorer: LineScorer, mode: str, entries: list[LogEntry], batch:
             out += scorer.score(keyed)
             for stream, _ in keyed:
                 scorer.forget(stream)
-        else:
-            out += scorer.score([(e.stream, e.line) for e in chunk])
-    return out
+            continue
+        out += scorer.score([(e.stream, e.line) for e in chunk])
+        for position, entry in enumerate(chunk, start=at):
+            if last.get(entry.stream) == position:
+                if mode == "stream":  # the ablations' engines keep no next-token state: no end scores
+                    ends[position] = scorer.end_surprise(entry.stream)
+                scorer.forget(entry.stream)
+    return out, ends
 
 
 class LanguageModelDetector:
-    def __init__(self, shared: SplitModel, mode: str = "stream", aggregate: str = "mean"):
+    """One LM detector: lines scored in a mode, aggregated one way; with ``ends`` (sessions), each
+    session's last line also carries the margin of the session's end over its calibrated threshold,
+    so a session's score is the max of its lines' and its end's."""
+
+    def __init__(self, shared: SplitModel, mode: str = "stream", aggregate: str = "mean", ends: bool = False):
         if mode not in MODES or aggregate not in AGGREGATES:
             raise ValueError(f"mode must be one of {MODES} and aggregate one of {AGGREGATES}")
-        self.shared, self.mode, self.aggregate = shared, mode, aggregate
+        self.shared, self.mode, self.aggregate, self.with_ends = shared, mode, aggregate, ends
         self.name = f"lm-{mode}" + ("" if aggregate == "mean" else f"-{aggregate}")
+        if shared.sessions and mode == "stream":
+            self.name += "" if ends else "-no-end"
         self.threshold = float("inf")
         self._state_thresholds = (0.0, 0.0)
+        self._end_threshold = 0.0
 
     def _raw(self, scored: list[LineScore]) -> tuple[np.ndarray, np.ndarray]:
         raw = np.array([s.aggregates[self.aggregate] for s in scored], dtype=np.float64)
@@ -149,10 +183,23 @@ class LanguageModelDetector:
         cold_t = calibrate_threshold(raw[~warm] if (~warm).sum() >= 20 else everything, target_false_alert_rate)
         self._state_thresholds = (warm_t, cold_t)
         margins = self._margins(raw, warm)
-        self.threshold = calibrate_threshold(calibration_scores(calibration, margins), target_false_alert_rate)
+        if self.with_ends:
+            ends = self.shared.ends(self.mode, calibration)
+            self._end_threshold = calibrate_threshold(list(ends.values()), target_false_alert_rate)
+            margins = self._with_ends(margins, ends)
+        # a few hundred held-out sessions cannot show a 0.1% rate: their tail is extrapolated
+        calibrate = calibrate_tail_threshold if self.shared.sessions else calibrate_threshold
+        self.threshold = calibrate(calibration_scores(calibration, margins), target_false_alert_rate)
+
+    def _with_ends(self, margins: np.ndarray, ends: dict[int, float]) -> np.ndarray:
+        margins = margins.copy()
+        for position, surprise in ends.items():
+            margins[position] = max(margins[position], surprise - self._end_threshold)
+        return margins
 
     def score(self, entries: list[LogEntry]) -> np.ndarray:
-        return self._margins(*self._raw(self.shared.scores(self.mode, entries)))
+        margins = self._margins(*self._raw(self.shared.scores(self.mode, entries)))
+        return self._with_ends(margins, self.shared.ends(self.mode, entries)) if self.with_ends else margins
 
 
 COLD_MARGIN = -1e6  # a line no threshold was in force for (a source's cold start) ranks below every other
@@ -194,6 +241,8 @@ class LiveDetector:
         self._history = sorted(train + calibration, key=lambda e: e.index)
 
     def score(self, entries: list[LogEntry]) -> np.ndarray:
+        if self.shared.sessions:
+            return self._score_sessions(entries)
         import tempfile
 
         from ..adapt.online import InlineAdaptation
@@ -208,6 +257,30 @@ class LiveDetector:
             scorer, scored = self._replay(scorer, adaptation, entries, "live")
             self.rounds = adaptation.rounds if adaptation else []
         return np.array([live_margin(s) for s in scored], dtype=np.float64)
+
+    def _score_sessions(self, entries: list[LogEntry], batch: int = 64) -> np.ndarray:
+        """Sessions as the service judges them (``logstream.scoring.sessions``): each line's margin
+        and, after a session's last line, its end's, over the card's session threshold; positive
+        exactly where the service alerts."""
+        from tqdm.auto import tqdm
+
+        from ..scoring.sessions import SessionTracker, line_margin
+
+        scorer = self.shared.scorer("stream")
+        tracker = SessionTracker(scorer, idle_s=float("inf"))
+        last = last_positions(entries)
+        out = np.empty(len(entries), dtype=np.float64)
+        for at in tqdm(range(0, len(entries), batch), desc="scoring (live sessions)", unit="batch", leave=False):
+            chunk = entries[at:at + batch]
+            for position, (entry, scored) in enumerate(zip(chunk, scorer.score([(e.stream, e.line) for e in chunk])),
+                                                        start=at):
+                tracker.observe(scored)
+                out[position] = line_margin(tracker.calibration, scored) - tracker.threshold
+            for position, entry in enumerate(chunk, start=at):
+                if last[entry.stream] == position:
+                    end = tracker.end(entry.stream, explain=False)
+                    out[position] = max(out[position], end.margin - tracker.threshold)
+        return out
 
     @staticmethod
     def _replay(scorer, adaptation, entries: list[LogEntry], what: str, batch: int = 64):
@@ -228,11 +301,13 @@ def lm_detectors(spec, settings, args) -> list:
     model = getattr(args, "model", None)
     shared = SplitModel(train_steps=getattr(args, "lm_steps", None) or 300,
                         window=settings.cache.window_tokens if settings else 2048, pins=spec.pins(),
-                        model_dir=Path(model) if model else None)
+                        model_dir=Path(model) if model else None, sessions=spec.sessions)
     aggregates = getattr(args, "lm_aggregates", None) or list(AGGREGATES)
-    detectors = [LanguageModelDetector(shared, "stream", agg) for agg in aggregates]
+    detectors = [LanguageModelDetector(shared, "stream", agg, ends=spec.sessions) for agg in aggregates]
+    if spec.sessions:  # the same scores without the ends: what the sessions' ends add
+        detectors += [LanguageModelDetector(shared, "stream", agg) for agg in aggregates]
     detectors += [LanguageModelDetector(shared, mode, "mean") for mode in ("no-context", "window-no-sink")]
     settings = settings or Settings()
-    if settings.scoring.adaptive.enabled:
+    if settings.scoring.adaptive.enabled or spec.sessions:  # sessions: the card's session thresholds
         detectors.insert(0, LiveDetector(shared, settings))
     return detectors

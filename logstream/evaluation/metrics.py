@@ -106,6 +106,48 @@ def roc_auc(scores, labels) -> float:
     return float((rank_sum - n_anomalous * (n_anomalous + 1) / 2) / (n_anomalous * n_normal))
 
 
+def fp_weight(labels, real_normal_per_anomalous: float) -> float:
+    """How much one false alert counts so that precision reads as at the real-world ratio: the
+    evaluated set's normal:anomalous ratio scaled up to the real one."""
+    labels = np.asarray(labels).astype(bool)
+    n_anomalous, n_normal = int(labels.sum()), int((~labels).sum())
+    if n_anomalous == 0 or n_normal == 0:
+        return math.nan
+    return real_normal_per_anomalous * n_anomalous / n_normal
+
+
+def weighted_precision_recall_f1(scores, labels, threshold: float, weight: float) -> tuple[float, float, float]:
+    """Precision TP / (TP + weight * FP), recall and F1 at a threshold."""
+    scores, labels = _arrays(scores, labels)
+    alerts = scores > threshold
+    tp, fp = int(np.sum(alerts & labels)), int(np.sum(alerts & ~labels))
+    precision = tp / (tp + weight * fp) if tp + fp else 0.0
+    recall = tp / labels.sum() if labels.any() else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall > 0 else 0.0
+    return float(precision), float(recall), float(f1)
+
+
+def best_weighted_f1(scores, labels, weight: float) -> float:
+    """The best F1 over all thresholds with false alerts weighted."""
+    scores, labels = _arrays(scores, labels)
+    if scores.size == 0 or not labels.any():
+        return 0.0
+    tp, fp, _ = _cumulative_counts(scores, labels)
+    f1 = 2 * tp / (2 * tp + weight * fp + (labels.sum() - tp))
+    return float(f1.max())
+
+
+def recall_at_false_positive_rate(scores, labels, rate: float) -> float:
+    """Recall at the lowest threshold whose false-positive rate (share of normal units alerting) is
+    at most ``rate``."""
+    scores, labels = _arrays(scores, labels)
+    if not labels.any() or labels.all():
+        return math.nan
+    tp, fp, _ = _cumulative_counts(scores, labels)
+    allowed = fp <= rate * (~labels).sum()
+    return float(tp[allowed].max() / labels.sum()) if allowed.any() else 0.0
+
+
 @dataclass(frozen=True)
 class Metrics:
     precision: float            # at the calibrated threshold
@@ -121,16 +163,29 @@ class Metrics:
     threshold: float
     n: int                      # lines or groups evaluated
     n_anomalous: int
+    recall_at_fpr_0_1: float = math.nan   # recall with at most 0.1% of normal units alerting
+    recall_at_fpr_1: float = math.nan     # ... at most 1%
+    fp_weight: float = math.nan           # with a real-world ratio: each false alert counts this much
+    real_precision: float = math.nan      # precision and F1 at the calibrated threshold, weighted
+    real_f1: float = math.nan
+    best_real_f1: float = math.nan        # best F1 in hindsight, weighted
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
-def compute_metrics(scores, labels, threshold: float) -> Metrics:
+def compute_metrics(scores, labels, threshold: float, real_normal_per_anomalous: float | None = None) -> Metrics:
     scores, labels = _arrays(scores, labels)
     precision, recall, f1 = precision_recall_f1(scores, labels, threshold)
     best, best_cut, best_precision, best_recall = best_f1_point(scores, labels)
-    return Metrics(precision=precision, recall=recall, f1=f1, best_f1=best, best_f1_min_score=best_cut,
+    real = {}
+    if real_normal_per_anomalous is not None:
+        weight = fp_weight(labels, real_normal_per_anomalous)
+        real_precision, _, real_f1 = weighted_precision_recall_f1(scores, labels, threshold, weight)
+        real = dict(fp_weight=weight, real_precision=real_precision, real_f1=real_f1,
+                    best_real_f1=best_weighted_f1(scores, labels, weight))
+    return Metrics(**real, recall_at_fpr_0_1=recall_at_false_positive_rate(scores, labels, 0.001),
+                   recall_at_fpr_1=recall_at_false_positive_rate(scores, labels, 0.01),precision=precision, recall=recall, f1=f1, best_f1=best, best_f1_min_score=best_cut,
                    best_f1_precision=best_precision, best_f1_recall=best_recall,
                    roc_auc=roc_auc(scores, labels), pr_auc=average_precision(scores, labels),
                    false_alerts_per_10k=false_alerts_per_10k(scores, labels, threshold),

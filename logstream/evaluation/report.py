@@ -28,6 +28,23 @@ TABLE_COLUMNS = (
     ("PR-AUC", "pr_auc", 3),
     ("false alerts / 10k normal", "false_alerts_per_10k", 1),
 )
+# with a real-world ratio (spec.real_normal_per_anomalous): the figures read at that ratio first
+REAL_RATIO_COLUMNS = (
+    ("F1 at real ratio", "real_f1", 3),
+    ("precision at real ratio", "real_precision", 3),
+    ("best F1 at real ratio", "best_real_f1", 3),
+    ("recall", "recall", 3),
+    ("ROC-AUC", "roc_auc", 3),
+    ("recall at 0.1% FPR", "recall_at_fpr_0_1", 3),
+    ("recall at 1% FPR", "recall_at_fpr_1", 3),
+    ("F1 (as sampled)", "f1", 3),
+    ("best F1 (as sampled)", "best_f1", 3),
+    ("false alerts / 10k normal", "false_alerts_per_10k", 1),
+)
+
+
+def table_columns(spec: EvalSpec):
+    return REAL_RATIO_COLUMNS if spec.real_normal_per_anomalous is not None else TABLE_COLUMNS
 
 
 @dataclass
@@ -78,7 +95,7 @@ class EvaluationReport:
     def summary(self, detector: str) -> dict[str, tuple[float, float]]:
         """Metric -> (mean, sample std) over the splits (std is NaN for a single split)."""
         out = {}
-        for _, name, _ in TABLE_COLUMNS:
+        for _, name, _ in TABLE_COLUMNS + REAL_RATIO_COLUMNS:
             values = np.array([getattr(run.metrics, name) for run in self.runs_of(detector)], dtype=float)
             values = values[~np.isnan(values)]
             mean = float(values.mean()) if values.size else math.nan
@@ -108,18 +125,28 @@ def _unit(report: EvaluationReport) -> str:
 
 def _header(report: EvaluationReport) -> list[str]:
     spec, unit = report.spec, _unit(report)[:-1]
-    protocol = f"{spec.split.kind} split, train fraction {spec.split.train_fraction}"
+    protocol = (f"{spec.split.kind} split, train fraction {spec.split.train_fraction}"
+                if hasattr(spec.split, "train_fraction") else
+                f"{spec.split.kind} split: every labeled line is test, detectors train on the extra files")
     if spec.split.kind == "random":
         protocol += f", seeds {list(spec.split.seeds)} (mean ± std over seeds)"
     extra = f"; plus {report.n_extra_train:,} normal-only training lines" if report.n_extra_train else ""
     level = " (a group's score is the max of its lines')" if unit == "group" else ""
+    if spec.sessions:
+        level = " (a session's score is the max of its lines' and its end's, scored after its last line)"
+    ratio = []
+    if spec.real_normal_per_anomalous is not None:
+        ratio = [f"- real-world ratio: {spec.real_normal_per_anomalous:g} normal {unit}s per anomalous one; "
+                 f"\"at real ratio\" weights each false alert by that ratio over the test set's "
+                 f"(precision = TP / (TP + w FP)); ROC-AUC and recall at a fixed false-positive rate need "
+                 f"no weighting"]
     return [f"# {spec.name}", ""] + ([spec.description, ""] if spec.description else []) + [
         f"- spec: `{spec.source or spec.name}`",
         f"- data: {report.n_entries:,} lines, {report.n_anomalous:,} anomalous{extra}",
         f"- protocol: {protocol}; detectors fit on normal lines only; {spec.calibration_fraction:.0%} of the "
         f"training normals held out to calibrate each threshold for a target false-alert rate of "
         f"{spec.target_false_alert_rate} per {unit}; evaluated per {unit}{level}",
-        ""]
+        *ratio, ""]
 
 
 def summary_table(report: EvaluationReport) -> list[str]:
@@ -128,9 +155,10 @@ def summary_table(report: EvaluationReport) -> list[str]:
     rows = []
     for name in report.detectors:
         summary = report.summary(name)
-        rows.append([name] + [_cell(*summary[key], decimals, multi) for _, key, decimals in TABLE_COLUMNS])
+        rows.append([name] + [_cell(*summary[key], decimals, multi)
+                              for _, key, decimals in table_columns(report.spec)])
     base_rates = ", ".join(f"{s.test_anomalous / s.test_units:.3f}" for s in report.splits)
-    return _table(["detector"] + [title for title, _, _ in TABLE_COLUMNS], rows) + [
+    return _table(["detector"] + [title for title, _, _ in table_columns(report.spec)], rows) + [
         "", f"Precision, recall, F1 and false alerts at each detector's calibrated threshold (alert when "
         f"score > threshold); best F1 at the best threshold in hindsight; PR-AUC is average precision "
         f"(anomalous share of the test {_unit(report)}: {base_rates})."]

@@ -100,8 +100,15 @@ class GroupsChronologicalSplit(_Strict):
     train_fraction: float = Field(gt=0, lt=1)
 
 
+class TestOnlySplit(_Strict):
+    """Every labeled line is test; detectors train on ``extra_train_files`` only (a separate
+    normal training set, as in published session benchmarks)."""
+    kind: Literal["test_only"]
+
+
 Labels = Annotated[LineLabels | GroupLabels, Field(discriminator="level")]
-Split = Annotated[ChronologicalSplit | RandomSplit | GroupsChronologicalSplit, Field(discriminator="kind")]
+Split = Annotated[ChronologicalSplit | RandomSplit | GroupsChronologicalSplit | TestOnlySplit,
+                  Field(discriminator="kind")]
 
 
 class EvalSpec(_Strict):
@@ -125,6 +132,12 @@ class EvalSpec(_Strict):
     target_false_alert_rate: float = Field(0.001, ge=0, lt=1)
     level: Literal["line", "group"] | None = Field(None, description="evaluate per line or per group "
                                                    "(default: the labels' level)")
+    sessions: bool = Field(False, description="each keyed stream is a whole session (an HDFS block's "
+                           "lifecycle): the language model learns session ends, and a session's end is "
+                           "scored after its last line, as the service scores it when the session goes quiet")
+    real_normal_per_anomalous: float | None = Field(None, gt=0, description="normal units per anomalous one in "
+                                                    "the real world: precision and F1 are also reported with "
+                                                    "each false alert weighted to that ratio")
     source: Path | None = Field(None, description="the spec file (set by load_spec)")
 
     @field_validator("sort_by")
@@ -170,6 +183,10 @@ class EvalSpec(_Strict):
             raise ValueError("group-level labels label groups, not lines: use level 'group'")
         if self.split.kind == "groups_chronological" and self.labels.level != "group":
             raise ValueError("split 'groups_chronological' needs group-level labels (labels.level: group)")
+        if self.split.kind == "test_only" and not self.extra_train_files:
+            raise ValueError("split 'test_only' trains on extra_train_files only: give at least one")
+        if self.sessions and self.stream_key == "constant":
+            raise ValueError("sessions need keyed streams: set stream_key to the session id's regex")
         return self
 
     def pins(self) -> tuple:

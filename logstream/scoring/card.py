@@ -29,6 +29,11 @@ class Calibration(BaseModel):
     target_false_alert_rate: float
     calibration_lines: int
     calibration_warmup_lines: int
+    end_threshold: float | None = Field(None, description="a session whose end scores above this (surprise "
+                                        "of the end-of-session token, nats) ended abnormally")
+    session_threshold: float | None = Field(None, description="a session alerts when a line's margin over its "
+                                            "threshold, or its end's margin over end_threshold, is above this")
+    calibration_sessions: int = 0
 
 
 class KnownTemplate(BaseModel):
@@ -45,6 +50,8 @@ class ModelCard(BaseModel):
     masks: list[MaskRule] = Field(default_factory=lambda: list(DEFAULT_RULES))
     preamble: list[str] = Field(default_factory=list, description="masked lines primed into the sink prefix")
     templates: list[KnownTemplate] = Field(default_factory=list)
+    session_ends: bool = Field(False, description="trained with an end-of-session token after each whole "
+                               "session (keyed stream), so the end of a session can be scored")
     calibration: Calibration | None = None
     training: dict = Field(default_factory=dict, description="how the model was made (data, steps, seed, loss)")
 

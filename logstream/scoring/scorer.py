@@ -191,6 +191,30 @@ class LineScorer:
             else:
                 self.adaptive.learn(source, line.masked, line.score, level=level)
 
+    def end_surprise(self, stream: str) -> float | None:
+        """-log p(end of session | the stream so far), in nats; None for a model not trained with
+        session ends (``ModelCard.session_ends``)."""
+        if not self.card.session_ends:
+            return None
+        return -float(self.engine.next_logprobs(stream)[self.tokenizer.eos_token_id])
+
+    def expected_line(self, stream: str, max_tokens: int = 64) -> str:
+        """The line the model finds most likely next in this stream (greedy, never the end token),
+        as readable masked text. Decoding feeds the guessed tokens into the stream's window: call it
+        only for a stream that is ending."""
+        eos = self.tokenizer.eos_token_id
+        ids: list[int] = []
+        logprobs = self.engine.next_logprobs(stream)
+        for _ in range(max_tokens):
+            logprobs = logprobs.clone()  # the engine's tensors are inference-mode tensors
+            logprobs[eos] = -float("inf")
+            token = int(logprobs.argmax())
+            ids.append(token)
+            if "\n" in self.tokenizer.decode([token]):
+                break
+            logprobs = self.engine.score([Chunk(stream, [token])], return_distributions=True)[0].next_logprobs[0]
+        return self.tokenizer.decode(ids).split("\n")[0].strip()
+
     def token_texts(self, token_ids: list[int]) -> list[str]:
         return [self.tokenizer.decode([t]) for t in token_ids]
 

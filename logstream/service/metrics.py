@@ -56,3 +56,5 @@ EMPTY_LINES = Counter("logstream_empty_lines_total", "input entries with nothing
                       registry=REGISTRY)
 TRUNCATED_LINES = Counter("logstream_truncated_lines_total", "input lines cut at tail.max_line_bytes before scoring",
                           registry=REGISTRY)
+SESSIONS_ENDED = Counter("logstream_sessions_ended_total", "sessions ended (quiet or end pattern), by how they "
+                         "were judged: normal, abnormal end, stalled", ["kind"], registry=REGISTRY)

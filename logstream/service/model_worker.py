@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,9 +20,11 @@ from pathlib import Path
 
 from ..alerts import Alert, Explanation
 from ..alerts.model import SurprisingToken
+from ..scoring.sessions import UNUSUAL_LINE
 from ..config import Settings
 from .metrics import (BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_HOST_BYTES, CACHE_SLOTS, CACHE_SLOTS_IN_USE, CACHE_STREAMS,
-                      ENTRIES_SCORED, INGEST_TO_SCORE, MODEL_SWAPS, SCORES, SCORING_LATENCY, TOKENS_SCORED)
+                      ENTRIES_SCORED, INGEST_TO_SCORE, MODEL_SWAPS, SCORES, SCORING_LATENCY, SESSIONS_ENDED,
+                      TOKENS_SCORED)
 from .records import ScoreRecord
 
 log = logging.getLogger("logstream.model_worker")
@@ -37,6 +40,7 @@ class EntryMeta:
     kafka_time: datetime | None = None  # the message's Kafka timestamp
     time: datetime | None = None  # the entry's own time (the envelope's timestamp)
     level: str | None = None  # a level the shipper gave apart from the line (OTLP severityText, log.level)
+    session: bool = False  # the stream was keyed by scoring.stream_key: a session that ends
 
 
 @dataclass
@@ -70,6 +74,8 @@ class ModelWorker:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logstream-model")
         self.scorer = None
         self.explainer = None
+        self.sessions = None  # SessionTracker, when keyed streams are judged as sessions
+        self._session_alerts: list[Alert] = []  # ends seen in a batch (end pattern), for the next drain
         self._executor.submit(self._load).result()  # load errors surface here, in the caller
 
     # -- on the model thread ------------------------------------------------------------------
@@ -94,6 +100,7 @@ class ModelWorker:
                                   canonicalizer=self.settings.parsing.canonicalizer(),
                                   adaptive=self.settings.scoring.adaptive_thresholds())
         self.explainer = Explainer(self.scorer)
+        self.sessions = self._session_tracker()
         self._load_adaptive_state()
         if self.settings.adapt.enabled and self.scorer.adaptive is not None:
             from ..adapt.online import OnlineAdapter
@@ -107,6 +114,21 @@ class ModelWorker:
                         "lines are scored but no alert is raised")
         self._update_cache_gauges()
 
+    def _session_tracker(self):
+        from ..scoring.sessions import SessionTracker
+
+        cfg, card = self.settings.scoring.sessions, self.scorer.card
+        calibration = card.calibration
+        if not (cfg.enabled and self.settings.scoring.stream_key and card.session_ends and calibration is not None
+                and calibration.session_threshold is not None and self.settings.scoring.threshold is None):
+            if cfg.enabled and self.settings.scoring.stream_key and not card.session_ends:
+                log.info("model %s was not trained on whole sessions: keyed streams are judged line by line "
+                         "(train with `logstream train --sessions` to score how sessions end)", card.model_version)
+            return None
+        log.info("keyed streams are sessions: they end after %.0f s without a line%s; session threshold %.3f",
+                 cfg.idle_s, f" or on /{cfg.end_pattern}/" if cfg.end_pattern else "", calibration.session_threshold)
+        return SessionTracker(self.scorer, cfg.idle_s, re.compile(cfg.end_pattern) if cfg.end_pattern else None)
+
     def _score(self, entries: list[tuple[str, str, EntryMeta]]) -> list[Scored]:
         started = time.perf_counter()
         results = self.scorer.score([(stream, line, meta.level) for stream, line, meta in entries])
@@ -115,8 +137,16 @@ class ModelWorker:
         now = datetime.now(UTC)
         warmup_tokens = self.settings.scoring.warmup_tokens
         out = []
+        ended: list[str] = []
         for (stream, line, meta), result in zip(entries, results):
-            anomaly = result.is_anomaly and result.stream_position >= warmup_tokens
+            anomaly = result.is_anomaly
+            if meta.session and self.sessions is not None:  # judged as a line of its session
+                result.threshold = self.sessions.line_threshold(result)
+                result.verdict = None
+                anomaly = self.sessions.observe(result, last=(line, meta))
+                if self.sessions.ends(line):
+                    ended.append(stream)
+            anomaly = anomaly and result.stream_position >= warmup_tokens
             ENTRIES_SCORED.inc()
             TOKENS_SCORED.inc(len(result.token_ids))
             SCORES.observe(result.score)
@@ -125,7 +155,10 @@ class ModelWorker:
             out.append(Scored(stream=stream, line=line, meta=meta, score=result.score,
                               threshold=result.threshold, anomaly=anomaly, warm=result.warm,
                               tokens=len(result.token_ids),
-                              alert=self._alert(stream, line, meta, result) if anomaly else None))
+                              alert=self._alert(stream, line, meta, result, session=meta.session and
+                                                self.sessions is not None) if anomaly else None))
+        for stream in dict.fromkeys(ended):
+            self._end_session(stream, "end pattern")
         if self.adapter is not None:
             self.adapter.observe(self.scorer, [(stream, line) for stream, line, _ in entries], results)
         self._update_cache_gauges()
@@ -145,6 +178,7 @@ class ModelWorker:
         self.scorer = (self.adapter.swap(self.scorer, path) if self.adapter is not None
                        else self.scorer.with_model(path))
         self.explainer = Explainer(self.scorer)
+        self.sessions = self._session_tracker()  # windows restart with the new model: so do sessions
         self.served = version
         MODEL_SWAPS.inc()
         self._update_cache_gauges()
@@ -152,7 +186,30 @@ class ModelWorker:
                  "re-learned from each source's latest lines", self.scorer.model_version, version,
                  time.monotonic() - started)
 
-    def _alert(self, stream: str, line: str, meta: EntryMeta, result) -> Alert:
+    def _end_session(self, stream: str, how: str) -> None:
+        """Score a session's end, free its window; an abnormal end or stall becomes an alert."""
+        from ..scoring.sessions import describe_end
+
+        end = self.sessions.end(stream, how, explain=self.settings.scoring.sessions.explain)
+        SESSIONS_ENDED.labels(kind=end.kind or "normal").inc()
+        if not end.anomaly:
+            return
+        line, meta = end.last if end.last is not None else ("", EntryMeta())
+        self._session_alerts.append(Alert(
+            stream=stream, partition=meta.partition, offset=meta.offset, time=datetime.now(UTC), line=line,
+            score=end.end_surprise, threshold=end.end_surprise - end.margin + end.threshold,
+            threshold_how="session", kind=end.kind, expected=end.expected, template=f"session {end.kind}",
+            explanation=Explanation(summary=describe_end(end)), model_version=self.scorer.model_version))
+
+    def _end_quiet_sessions(self) -> list[Alert]:
+        if self.sessions is not None:
+            for stream in self.sessions.due():
+                self._end_session(stream, "idle")
+            self._update_cache_gauges()
+        alerts, self._session_alerts = self._session_alerts, []
+        return alerts
+
+    def _alert(self, stream: str, line: str, meta: EntryMeta, result, session: bool = False) -> Alert:
         why = self.explainer.explain(result)
         explanation = Explanation(
             surprising_tokens=[SurprisingToken(text=t.text, logprob=t.logprob, share=t.share)
@@ -165,8 +222,10 @@ class ModelWorker:
         return Alert(stream=stream, partition=meta.partition, offset=meta.offset,
                      time=meta.time or meta.kafka_time or datetime.now(UTC), line=line, score=result.score,
                      threshold=result.threshold, explanation=explanation,
-                     threshold_how=result.verdict.how if result.verdict is not None else "fixed",
-                     template=why.nearest_template if similar else None, model_version=self.scorer.model_version)
+                     threshold_how=("session" if session else
+                                    result.verdict.how if result.verdict is not None else "fixed"),
+                     template=why.nearest_template if similar else None, model_version=self.scorer.model_version,
+                     kind=UNUSUAL_LINE if session else None)
 
     def _load_adaptive_state(self) -> None:
         path = self.state_path
@@ -189,6 +248,9 @@ class ModelWorker:
         tmp.replace(path)
 
     def _drop(self, stream_ids: list[str]) -> int:
+        if self.sessions is not None:
+            for stream in stream_ids:
+                self.sessions.forget(stream)
         dropped = sum(self.scorer.forget(stream) for stream in stream_ids)
         self._update_cache_gauges()
         return dropped
@@ -212,6 +274,12 @@ class ModelWorker:
         if not entries:
             return []
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._score, entries)
+
+    async def end_quiet_sessions(self) -> list[Alert]:
+        """End the sessions quiet for ``scoring.sessions.idle_s`` (scoring their ends, freeing their
+        windows); returns the alerts of abnormal ends and stalls, with those of sessions ended by their
+        end pattern since the last call."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._end_quiet_sessions)
 
     async def due_round(self):
         """A fine-tuning round that is due now (``logstream.adapt.online.Round``), or None."""

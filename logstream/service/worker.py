@@ -156,9 +156,10 @@ class BatchProcessor:
                 if capped is not envelope:
                     TRUNCATED_LINES.inc()
                     envelope = capped
-                stream = self.router.stream_for(envelope.line, stream)
+                keyed = self.router.stream_for(envelope.line, None)  # keyed streams are sessions
+                stream = keyed or stream
                 self.router.seen(stream, message.topic, message.partition)
-                entries.append((stream, envelope.line, replace(meta, time=envelope.timestamp,
+                entries.append((stream, envelope.line, replace(meta, time=envelope.timestamp, session=keyed is not None,
                                                                level=envelope.fields.get("level"))))
                 sources.append(message)
         try:
@@ -171,8 +172,16 @@ class BatchProcessor:
             scored = []
         pending += await self._publish_scores(scored)
         alerts = [alert for s in scored if s.alert is not None for alert in self.grouper.add(s.alert)]
+        alerts += [alert for ended in await self.model.end_quiet_sessions() for alert in self.grouper.add(ended)]
         pending += await self._publish_alerts(alerts)
         await self._acknowledged(pending)
+
+    async def end_quiet_sessions(self) -> int:
+        """Score the ends of sessions gone quiet and publish the alerts of abnormal ones."""
+        alerts = [alert for ended in await self.model.end_quiet_sessions() for alert in self.grouper.add(ended)]
+        if alerts:
+            await self._acknowledged(await self._publish_alerts(alerts))
+        return len(alerts)
 
     async def _publish_scores(self, scored: list[Scored]) -> list[asyncio.Future]:
         if self.scores_topic is None:
@@ -428,6 +437,13 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
             await processor.flush_groups()
         except Exception:  # the groups keep their counts; the next flush or shutdown tries again
             log.exception("publishing alert count updates failed")
+
+    @app.timer(settings.scoring.sessions.check_interval_s, name="logstream-session-ends")
+    async def end_quiet_sessions():
+        try:
+            await processor.end_quiet_sessions()
+        except Exception:  # the alerts are published by the next batch or check
+            log.exception("ending quiet sessions failed")
 
     adaptation = Adaptation(settings, model)
 
