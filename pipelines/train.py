@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from logstream.canonical import Canonicalizer, Pin
 from logstream.scoring.card import KnownTemplate, ModelCard
 from logstream.scoring.masking import DEFAULT_RULES, LineMasker
+from logstream.scoring.sessions import SESSION_AGGREGATE
 from logstream.templates import Templates
 
 from .corpus import Corpus
@@ -296,7 +297,8 @@ def train_pipeline(corpus: Corpus, out_dir: str | Path, cfg: TrainConfig = Train
                   "streams": len(corpus.streams), "sessions": len(corpus.sessions), "init_from": str(init_from) if init_from else None},
     )
     card.save(out)
-    card.calibration = calibrate(out, calibration, target_false_alert_rate, progress=progress, pins=pins)
+    card.calibration = calibrate(out, calibration, target_false_alert_rate, progress=progress, pins=pins,
+                                 aggregate=SESSION_AGGREGATE if corpus.sessions else "mean")
     card.save(out)
     from .finetune import write_replay
 

@@ -69,6 +69,8 @@ def alert_annotations(alert: Alert) -> dict[str, str]:
         "surprising_words": ", ".join(f"{t.text!r} ({t.share:.0%})" if t.share is not None else repr(t.text)
                                       for t in alert.explanation.surprising_tokens) or None,
         "kafka_position": None if alert.offset is None else f"{alert.partition}:{alert.offset}",
+        "session_kind": alert.kind,  # a session's alerts: unusual line, abnormal end, stalled
+        "expected": alert.expected,
     }
     return {k: str(v) for k, v in notes.items() if v is not None}
 

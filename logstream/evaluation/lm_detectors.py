@@ -73,7 +73,10 @@ class SplitModel:
         for entry in [*train, None, *calibration]:
             digest.update(b"\x00" if entry is None else f"{entry.stream}\x01{entry.line}\n".encode())
         digest.update(json.dumps(cfg.model_dump(), sort_keys=True).encode())
-        digest.update(b"sessions" if self.sessions else b"")
+        if self.sessions:  # session models are calibrated on their own aggregate
+            from ..scoring.sessions import SESSION_AGGREGATE
+
+            digest.update(f"sessions:{SESSION_AGGREGATE}".encode())
         digest.update(repr([(p.stream.pattern, getattr(p.parser, "pattern", getattr(p.parser, "name", None)))
                             for p in self.pins]).encode())
         out = cache_root() / digest.hexdigest()[:16]

@@ -26,6 +26,15 @@ from .scorer import LineScore, LineScorer
 
 UNUSUAL_LINE, ABNORMAL_END, STALLED = "unusual line", "abnormal end", "stalled"
 
+# How a session model scores its lines (``Calibration.aggregate``): surprise beyond the model's own
+# uncertainty, averaged over the line. In a session what matters is which step came next, decided
+# by a token or two where the model was sure (``FSDataset: Deleting`` where ``FSNamesystem:
+# ...delete`` was due); the line's other tokens are either certain once the step is known or
+# variable values the model knows to be unpredictable, and the entropy takes those out. Chosen on
+# the HDFS sessions' dev set among the four aggregates, which the evaluation reports side by side
+# (``benchmarks/results/sessions.md``): mean surprise dilutes the one wrong step over the line.
+SESSION_AGGREGATE = "excess"
+
 
 def line_margin(calibration: Calibration, scored: LineScore) -> float:
     """A line's score over the calibrated line threshold of its stream's state (warming up or warm)."""

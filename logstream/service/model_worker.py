@@ -160,7 +160,10 @@ class ModelWorker:
         for stream in dict.fromkeys(ended):
             self._end_session(stream, "end pattern")
         if self.adapter is not None:
-            self.adapter.observe(self.scorer, [(stream, line) for stream, line, _ in entries], results)
+            # a session model learns sessions whole, with their ends; online rounds learn lines of
+            # other streams only, so they cannot wear its sense of where sessions end away
+            kept = [i for i, (_, _, meta) in enumerate(entries) if not (meta.session and self.sessions is not None)]
+            self.adapter.observe(self.scorer, [entries[i][:2] for i in kept], [results[i] for i in kept])
         self._update_cache_gauges()
         return out
 
