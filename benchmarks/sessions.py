@@ -59,9 +59,13 @@ def machine_lines(command: str) -> list[str]:
 
 
 def evaluate(args) -> None:
-    subprocess.run([sys.executable, "-m", "logstream.cli", "eval", str(SPEC), "--out", str(args.out),
-                    "--detectors", "lm", "drain-novelty", "ngram", "--lm-aggregates", "mean", "excess",
-                    "--lm-steps", str(args.steps), "--no-progress"], check=True, cwd=REPO)
+    command = ["logstream", "eval", str(SPEC.relative_to(REPO)), "--out", str(args.out), "--detectors", "lm",
+               "drain-novelty", "ngram", "--lm-aggregates", "mean", "excess", "--lm-steps", str(args.steps),
+               "--no-progress"]
+    subprocess.run([sys.executable, "-m", "logstream.cli", *command[1:]], check=True, cwd=REPO)
+    report = args.out / "sessions.md"
+    report.write_text(report.read_text() + "\n## How this was made\n\n" + "\n".join(machine_lines(
+        f"python benchmarks/sessions.py --steps {args.steps}  (runs: {' '.join(command)})")) + "\n")
 
 
 def split_and_model(steps: int):

@@ -76,6 +76,7 @@ class ModelWorker:
         self.explainer = None
         self.sessions = None  # SessionTracker, when keyed streams are judged as sessions
         self._session_alerts: list[Alert] = []  # ends seen in a batch (end pattern), for the next drain
+        self._ended: list[str] = []  # sessions ended since the last drain (the router forgets them)
         self._executor.submit(self._load).result()  # load errors surface here, in the caller
 
     # -- on the model thread ------------------------------------------------------------------
@@ -195,6 +196,7 @@ class ModelWorker:
 
         end = self.sessions.end(stream, how, explain=self.settings.scoring.sessions.explain)
         SESSIONS_ENDED.labels(kind=end.kind or "normal").inc()
+        self._ended.append(stream)
         if not end.anomaly:
             return
         line, meta = end.last if end.last is not None else ("", EntryMeta())
@@ -204,13 +206,14 @@ class ModelWorker:
             threshold_how="session", kind=end.kind, expected=end.expected, template=f"session {end.kind}",
             explanation=Explanation(summary=describe_end(end)), model_version=self.scorer.model_version))
 
-    def _end_quiet_sessions(self) -> list[Alert]:
+    def _end_quiet_sessions(self) -> tuple[list[Alert], list[str]]:
         if self.sessions is not None:
             for stream in self.sessions.due():
                 self._end_session(stream, "idle")
             self._update_cache_gauges()
         alerts, self._session_alerts = self._session_alerts, []
-        return alerts
+        ended, self._ended = self._ended, []
+        return alerts, ended
 
     def _alert(self, stream: str, line: str, meta: EntryMeta, result, session: bool = False) -> Alert:
         why = self.explainer.explain(result)
@@ -278,10 +281,10 @@ class ModelWorker:
             return []
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._score, entries)
 
-    async def end_quiet_sessions(self) -> list[Alert]:
+    async def end_quiet_sessions(self) -> tuple[list[Alert], list[str]]:
         """End the sessions quiet for ``scoring.sessions.idle_s`` (scoring their ends, freeing their
-        windows); returns the alerts of abnormal ends and stalls, with those of sessions ended by their
-        end pattern since the last call."""
+        windows); returns the alerts of abnormal ends and stalls and the sessions ended, with those
+        ended by their end pattern since the last call."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._end_quiet_sessions)
 
     async def due_round(self):

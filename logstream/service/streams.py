@@ -35,5 +35,10 @@ class StreamRouter:
             del self._partitions[stream]
         return gone
 
+    def forget(self, streams: list[str]) -> None:
+        """Streams that ended (sessions): nothing of them is kept."""
+        for stream in streams:
+            self._partitions.pop(stream, None)
+
     def __len__(self) -> int:
         return len(self._partitions)

@@ -172,13 +172,24 @@ class BatchProcessor:
             scored = []
         pending += await self._publish_scores(scored)
         alerts = [alert for s in scored if s.alert is not None for alert in self.grouper.add(s.alert)]
-        alerts += [alert for ended in await self.model.end_quiet_sessions() for alert in self.grouper.add(ended)]
+        alerts += await self._ended_sessions()
         pending += await self._publish_alerts(alerts)
         await self._acknowledged(pending)
 
+    async def _ended_sessions(self) -> list[Alert]:
+        """End the sessions gone quiet; the alerts of abnormal ones. Ended sessions are forgotten
+        here too: ids of finished blocks or requests never come back."""
+        try:
+            alerts, ended = await self.model.end_quiet_sessions()
+        except Exception:  # the sessions stay open and are tried again; the batch's lines are handled
+            log.exception("ending quiet sessions failed; they stay open until the next try")
+            return []
+        self.router.forget(ended)
+        return [grouped for alert in alerts for grouped in self.grouper.add(alert)]
+
     async def end_quiet_sessions(self) -> int:
         """Score the ends of sessions gone quiet and publish the alerts of abnormal ones."""
-        alerts = [alert for ended in await self.model.end_quiet_sessions() for alert in self.grouper.add(ended)]
+        alerts = await self._ended_sessions()
         if alerts:
             await self._acknowledged(await self._publish_alerts(alerts))
         return len(alerts)
