@@ -17,6 +17,7 @@ COMMANDS = {
     "tail": "tail log files into the input topic",
     "synth": "write synthetic multi-service logs with labeled injected anomalies",
     "alerts": "follow the alerts topic and print alerts",
+    "receive": "a webhook receiver that verifies and prints logstream's and Alertmanager's deliveries",
     "broker": "run the embedded Kafka-compatible broker in the foreground",
     "score": "score log files offline through the streaming engine",
     "train": "mine templates, train the tokenizer and the model, calibrate thresholds",

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -251,6 +251,48 @@ class KafkaSettings(Section):
     partitions: int = Field(4, ge=1)
     replication_factor: int = Field(1, ge=1)
     consumer_group: str = "logstream-worker"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="how clients talk to the brokers: SSL for TLS, SASL_* for a user and password")
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "PLAIN"
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = Field(None, description="never printed; from a secret in production "
+                                            "(LOGSTREAM_KAFKA__SASL_PASSWORD)")
+    ssl_cafile: Path | None = Field(None, description="CA bundle the brokers' certificates are checked against; "
+                                    "none: the system's")
+    ssl_certfile: Path | None = Field(None, description="client certificate (mutual TLS)")
+    ssl_keyfile: Path | None = Field(None, description="the client certificate's key")
+
+    @model_validator(mode="after")
+    def _security_complete(self) -> "KafkaSettings":
+        if self.security_protocol.startswith("SASL") and not (self.sasl_username and self.sasl_password):
+            raise ValueError(f"kafka.security_protocol {self.security_protocol} needs kafka.sasl_username and "
+                             "kafka.sasl_password (LOGSTREAM_KAFKA__SASL_USERNAME, LOGSTREAM_KAFKA__SASL_PASSWORD)")
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ValueError("kafka.ssl_certfile and kafka.ssl_keyfile go together (mutual TLS needs both)")
+        return self
+
+    def client_options(self) -> dict[str, Any]:
+        """The connection and security keyword arguments of every aiokafka client logstream makes (the
+        Faust worker gets the same through ``faust_credentials``)."""
+        options: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers,
+                                   "security_protocol": self.security_protocol}
+        if self.security_protocol.startswith("SASL"):
+            options |= {"sasl_mechanism": self.sasl_mechanism, "sasl_plain_username": self.sasl_username,
+                        "sasl_plain_password": self.sasl_password.get_secret_value()}
+        if self.security_protocol.endswith("SSL"):
+            options["ssl_context"] = self.ssl_context()
+        return options
+
+    def ssl_context(self):
+        from aiokafka.helpers import create_ssl_context
+
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ValueError(f"kafka.{name}: {path} is not a readable file")
+        return create_ssl_context(cafile=self.ssl_cafile and str(self.ssl_cafile),
+                                  certfile=self.ssl_certfile and str(self.ssl_certfile),
+                                  keyfile=self.ssl_keyfile and str(self.ssl_keyfile))
 
 
 class WebhookSettings(Section):
@@ -283,7 +325,8 @@ class AlertSettings(Section):
 
 class MetricsSettings(Section):
     port: int | None = Field(9464, description="port of /metrics, /healthz, /readyz and /feedback; none disables it")
-    host: str = Field("0.0.0.0", description="address the endpoint binds (127.0.0.1: this machine only)")
+    host: str = Field("127.0.0.1", description="address the worker's and the tailer's endpoints bind; the image "
+                      "sets 0.0.0.0 (LOGSTREAM_METRICS__HOST), for a container's port is reached from outside it")
 
 
 class WorkerSettings(Section):
@@ -320,6 +363,8 @@ class TailSettings(Section):
     rotate_wait_s: float = Field(5.0, ge=0, description="keep reading a file rotated away (renamed or deleted) "
                                  "until it has been quiet this long")
     checkpoint_interval_s: float = Field(1.0, gt=0, description="how often acknowledged offsets are saved")
+    metrics_port: int | None = Field(9465, description="port of the tailer's own /metrics and /healthz (bound "
+                                     "at metrics.host); none disables it; not served with --once")
     ack_timeout_s: float = Field(30.0, gt=0, description="longest wait for Kafka to acknowledge a line "
                                  "before the tailer stops with an error")
 

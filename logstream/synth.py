@@ -37,7 +37,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from random import Random
-from typing import Self
+from typing import TYPE_CHECKING, Self
+
+if TYPE_CHECKING:
+    from .config import KafkaSettings
 
 PRODUCER_STOP_TIMEOUT_S = 10.0  # at most this long to flush and close the Kafka producer when stopping
 
@@ -859,7 +862,7 @@ class SyntheticLogs:
                 handle.close()
         return WrittenLogs(out_dir, files, out_dir / LABELS_FILE, n_lines, anomalous)
 
-    async def produce_to_kafka(self, bootstrap_servers: str, topic: str, n_lines: int | None = None,
+    async def produce_to_kafka(self, kafka: KafkaSettings, topic: str, n_lines: int | None = None,
                                rate_lines_per_s: float | None = None,
                                labels_path: str | Path | None = None) -> ProducedLogs:
         """Send ``n_lines`` entries (None: forever) to ``topic`` as ``LogEnvelope`` JSON keyed by stream,
@@ -873,13 +876,12 @@ class SyntheticLogs:
         from .service.topics import unreachable
 
         # plain acks=all: the bundled broker refuses aiokafka's idempotent-producer handshake
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap_servers, client_id="logstream-synth",
-                                    acks="all", linger_ms=5)
+        producer = AIOKafkaProducer(**kafka.client_options(), client_id="logstream-synth", acks="all", linger_ms=5)
         try:
             await producer.start()
         except KafkaConnectionError as exc:
             await producer.stop()
-            raise unreachable(bootstrap_servers, exc) from None
+            raise unreachable(kafka.bootstrap_servers, exc) from None
         unacknowledged: deque = deque()  # (entry, send future) of anomalous entries, in send order
         pace = _Pace(rate_lines_per_s)
         sent = anomalous = 0

@@ -30,7 +30,8 @@ from service_helpers import RESULT_TIMEOUT_S, model_dir_or_skip
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 KUBERNETES_FILE = ROOT / "deploy" / "kubernetes" / "logstream.yaml"
-LOGSTREAM_SERVICES = ("worker", "producer", "alerts")
+LOGSTREAM_SERVICES = ("worker", "worker-gpu", "tailer", "producer", "alerts")  # those that use Kafka
+OPERATIONS = ("prometheus", "alertmanager", "grafana", "webhook-receiver")
 KRAFT_SETTINGS = ("KAFKA_NODE_ID", "KAFKA_PROCESS_ROLES", "KAFKA_LISTENERS", "KAFKA_ADVERTISED_LISTENERS",
                   "KAFKA_CONTROLLER_QUORUM_VOTERS", "KAFKA_CONTROLLER_LISTENER_NAMES",
                   "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP", "KAFKA_INTER_BROKER_LISTENER_NAME", "CLUSTER_ID")
@@ -117,24 +118,114 @@ def test_compose_services_run_the_one_cli_with_valid_settings(compose, name, mon
         assert f"{settings.metrics.port}:{settings.metrics.port}" in service["ports"]
 
 
-def test_kubernetes_manifest_runs_the_worker_with_valid_settings(tmp_path, monkeypatch):
+def mounted_files(service: dict) -> list[tuple[Path, str]]:
+    """(repository path, container path) of each of a service's bind mounts from the repository."""
+    mounts = []
+    for volume in service.get("volumes", []):
+        source, target = volume.split(":")[:2]
+        if source.startswith("./"):
+            mounts.append(((COMPOSE_FILE.parent / source).resolve(), target))
+    return mounts
+
+
+def test_compose_operations_stack_is_wired_to_the_services_it_watches(compose, monkeypatch):
+    services = compose["services"]
+    assert set(services) >= set(OPERATIONS)
+    for name in OPERATIONS:
+        for source, target in mounted_files(services[name]):
+            assert source.exists(), f"{name} mounts {source}, which is missing"
+    env = services["worker"]["environment"]
+    settings = settings_from({**env, "LOGSTREAM_CONFIG": str(host_path(services["worker"], env["LOGSTREAM_CONFIG"]))},
+                             monkeypatch)
+    tailer_env = services["tailer"]["environment"]
+    tailer_settings = settings_from({**tailer_env, "LOGSTREAM_CONFIG": str(
+        host_path(services["tailer"], tailer_env["LOGSTREAM_CONFIG"]))}, monkeypatch)
+    # Prometheus scrapes the worker and the tailer where they serve, with the rules, and alerts Alertmanager
+    prometheus_config = yaml.safe_load(host_path(services["prometheus"], "/etc/prometheus/prometheus.yml").read_text())
+    targets = {job["job_name"]: job["static_configs"][0]["targets"] for job in prometheus_config["scrape_configs"]}
+    assert targets["logstream-worker"] == [f"worker:{settings.metrics.port}"]
+    assert targets["logstream-tailer"] == [f"tailer:{tailer_settings.tail.metrics_port}"]
+    for rule_file in prometheus_config["rule_files"]:
+        host_path(services["prometheus"], f"/etc/prometheus/{rule_file}")
+    am_port = services["alertmanager"]["ports"][0].split(":")[1]
+    assert prometheus_config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == [f"alertmanager:{am_port}"]
+    assert settings.alerts.alertmanager_url == f"http://alertmanager:{am_port}"
+    # Alertmanager and the worker's webhook reach the receiver where it listens
+    receiver = services["webhook-receiver"]["command"]
+    receiver_port = receiver[receiver.index("--port") + 1]
+    am_config = yaml.safe_load(host_path(services["alertmanager"], "/etc/alertmanager/alertmanager.yml").read_text())
+    am_urls = [hook["url"] for r in am_config["receivers"] for hook in r.get("webhook_configs", [])]
+    assert am_urls == [f"http://webhook-receiver:{receiver_port}/alertmanager"]
+    assert [hook.url for hook in settings.alerts.webhooks] == [f"http://webhook-receiver:{receiver_port}/logstream"]
+    assert all(hook.secret for hook in settings.alerts.webhooks)
+    # Grafana: the datasource is Prometheus, the dashboards folder is where the provider reads
+    grafana = services["grafana"]
+    mounts = {target: source for source, target in mounted_files(grafana)}
+    datasources = yaml.safe_load((mounts["/etc/grafana/provisioning"] / "datasources" / "prometheus.yml").read_text())
+    prom_port = services["prometheus"]["ports"][0].split(":")[1]
+    assert datasources["datasources"][0]["url"] == f"http://prometheus:{prom_port}"
+    provider = yaml.safe_load((mounts["/etc/grafana/provisioning"] / "dashboards" / "logstream.yml").read_text())
+    assert provider["providers"][0]["options"]["path"] in mounts
+    # the worker is healthy when ready; the GPU variant asks for a GPU and is off unless its profile is on
+    health = " ".join(services["worker"]["healthcheck"]["test"])
+    assert f"127.0.0.1:{settings.metrics.port}/readyz" in health
+    gpu = services["worker-gpu"]
+    assert gpu["profiles"] == ["gpu"] and gpu["environment"]["LOGSTREAM_MODEL__DEVICE"] == "cuda"
+    assert gpu["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
+
+
+def container_env(container: dict, secret: dict) -> dict[str, str]:
+    """A container's environment, values taken from the Secret where it refers to one."""
+    env = {}
+    for entry in container["env"]:
+        if "value" in entry:
+            env[entry["name"]] = entry["value"]
+        else:
+            ref = entry["valueFrom"]["secretKeyRef"]
+            assert ref["name"] == secret["metadata"]["name"], entry
+            env[entry["name"]] = secret["stringData"][ref["key"]]
+    return env
+
+
+def test_kubernetes_manifest_runs_the_worker_and_tailer_with_valid_settings(tmp_path, monkeypatch):
     manifest = yaml.safe_load_all(KUBERNETES_FILE.read_text())
     documents = {(d["kind"], d["metadata"]["name"]): d for d in manifest}
     config_map = documents[("ConfigMap", "logstream-config")]
-    worker = documents[("Deployment", "logstream-worker")]
-    container = worker["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"][0] == "logstream"
-    build_parser().parse_args(container["command"][1:])
-    env = {e["name"]: e["value"] for e in container["env"]}
-    assert all(is_setting(var) for var in env), [var for var in env if not is_setting(var)]
-    mount = next(m for m in container["volumeMounts"] if env["LOGSTREAM_CONFIG"].startswith(m["mountPath"]))
-    assert mount["name"] in {v["name"] for v in worker["spec"]["template"]["spec"]["volumes"]}
+    secret = documents[("Secret", "logstream-secrets")]
     config = tmp_path / "logstream.yaml"
-    config.write_text(config_map["data"][Path(env["LOGSTREAM_CONFIG"]).name])
-    settings = settings_from({**env, "LOGSTREAM_CONFIG": str(config)}, monkeypatch)
-    metrics_ports = {p["containerPort"] for p in container["ports"]}
-    assert settings.metrics.port in metrics_ports
+    worker = documents[("Deployment", "logstream-worker")]
+    tailer = documents[("DaemonSet", "logstream-tailer")]
+    for workload in (worker, tailer):
+        pod = workload["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        assert container["command"][0] == "logstream"
+        build_parser().parse_args(container["command"][1:])
+        assert container["imagePullPolicy"] == "IfNotPresent"  # a locally built image is used
+        env = container_env(container, secret)
+        assert all(is_setting(var) for var in env), [var for var in env if not is_setting(var)]
+        mount = next(m for m in container["volumeMounts"] if env["LOGSTREAM_CONFIG"].startswith(m["mountPath"]))
+        assert mount["name"] in {v["name"] for v in pod["volumes"]}
+        config.write_text(config_map["data"][Path(env["LOGSTREAM_CONFIG"]).name])
+        settings = settings_from({**env, "LOGSTREAM_CONFIG": str(config)}, monkeypatch)
+        assert settings.metrics.host == "0.0.0.0"  # reached from outside the pod
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        served = settings.metrics.port if workload is worker else settings.tail.metrics_port
+        assert ports["metrics"] == served
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+        annotations = workload["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/port"] == str(served)
+    container = worker["spec"]["template"]["spec"]["containers"][0]
+    settings = settings_from({**container_env(container, secret), "LOGSTREAM_CONFIG": str(config)}, monkeypatch)
+    resources = container["resources"]
+    # one torch thread per CPU, and the CPU they were sized for guaranteed (requests = limits)
+    assert resources["requests"]["cpu"] == resources["limits"]["cpu"] == str(settings.model.threads)
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+    assert settings.worker.data_dir is not None and any(
+        str(settings.worker.data_dir).startswith(m["mountPath"]) for m in container["volumeMounts"]
+        if not m.get("readOnly"))
     assert worker["spec"]["replicas"] <= settings.kafka.partitions  # more would sit idle
+    budget = documents[("PodDisruptionBudget", "logstream-worker")]
+    assert budget["spec"]["selector"]["matchLabels"] == worker["spec"]["selector"]["matchLabels"]
     kafka = documents[("StatefulSet", "kafka")]["spec"]["template"]["spec"]["containers"][0]
     assert set(KRAFT_SETTINGS) <= {e["name"] for e in kafka["env"]}
     assert documents[("Service", "kafka")]["spec"]["clusterIP"] == "None"

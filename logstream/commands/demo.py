@@ -149,7 +149,7 @@ class Demo:
 
         logs = SyntheticLogs(seed=self.args.seed, anomaly_rate=self.args.anomaly_rate,
                              start_time=self.args.start or datetime.now(UTC))
-        self.produced = await logs.produce_to_kafka(self.kafka.bootstrap_servers, self.kafka.input_topic,
+        self.produced = await logs.produce_to_kafka(self.kafka, self.kafka.input_topic,
                                                     self.args.lines, self.args.rate, self.labels_path)
 
     async def _follow(self, follower, producer: asyncio.Task) -> int:

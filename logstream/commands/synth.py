@@ -122,7 +122,7 @@ async def _to_kafka(args, settings, logs) -> int:
         pace = f"{args.rate:g} lines/s" if args.rate else "unthrottled"
         log.info("sending %s lines to %s at %s (%s); labels in %s", n_lines or FOREVER, kafka.input_topic,
                  kafka.bootstrap_servers, pace, labels_path)
-        produced = await logs.produce_to_kafka(kafka.bootstrap_servers, kafka.input_topic, n_lines,
+        produced = await logs.produce_to_kafka(kafka, kafka.input_topic, n_lines,
                                                args.rate, labels_path)
     except KafkaUnavailable as exc:
         print(f"logstream synth: error: {exc}", file=sys.stderr)

@@ -26,6 +26,7 @@ def add_arguments(p):
 def run(args, settings) -> int:
     from aiokafka.errors import KafkaError
 
+    from ..service.http_api import bind
     from ..service.tailer import FileTailer, TailerError
     from ..service.topics import KafkaUnavailable
 
@@ -35,15 +36,30 @@ def run(args, settings) -> int:
 
     tailer = FileTailer(args.paths, tail, kafka_settings(settings, args.bootstrap_servers))
     try:
-        asyncio.run(_tail_until_signalled(tailer, args.once))
-    except (TailerError, KafkaUnavailable, KafkaError) as exc:
+        # bound before anything is read, so a port in use is a clear start-up error
+        http_socket = None if args.once or tail.metrics_port is None else bind(
+            settings.metrics.host, tail.metrics_port, setting="tail.metrics_port")
+        asyncio.run(_tail_until_signalled(tailer, args.once, http_socket))
+    except (TailerError, KafkaUnavailable, KafkaError, OSError) as exc:
         print(f"logstream tail: error: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _tail_until_signalled(tailer, once: bool) -> None:
-    """Run the tailer; the first SIGINT/SIGTERM stops it cleanly (flush, acks, checkpoint)."""
+async def _tail_until_signalled(tailer, once: bool, http_socket=None) -> None:
+    """Run the tailer (and its metrics endpoint on ``http_socket``); the first SIGINT/SIGTERM stops it
+    cleanly (flush, acks, checkpoint)."""
+    from ..service.http_api import build_tailer_app, serve
+
+    runner = await serve(build_tailer_app(), http_socket) if http_socket is not None else None
+    try:
+        await _run(tailer, once)
+    finally:
+        if runner is not None:
+            await runner.cleanup()
+
+
+async def _run(tailer, once: bool) -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 

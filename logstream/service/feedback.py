@@ -50,7 +50,7 @@ class FeedbackRecord(BaseModel):
 
 async def find_alert(kafka: KafkaSettings, alert_id: str) -> Alert | None:
     """The latest record of an alert on the alerts topic (read from its beginning to its end now)."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=kafka.bootstrap_servers, enable_auto_commit=False,
+    consumer = AIOKafkaConsumer(**kafka.client_options(), enable_auto_commit=False,
                                 client_id="logstream-feedback-lookup")
     await consumer.start()
     try:
@@ -98,7 +98,7 @@ async def send_feedback(kafka: KafkaSettings, record: FeedbackRecord) -> Feedbac
     """Resolve the record and publish it to the feedback topic; returns it once Kafka acknowledged it."""
     await ensure_topics(kafka, [kafka.feedback_topic, kafka.alerts_topic])
     record = await resolve(kafka, record)
-    producer = AIOKafkaProducer(bootstrap_servers=kafka.bootstrap_servers, acks="all")
+    producer = AIOKafkaProducer(**kafka.client_options(), acks="all")
     await producer.start()
     try:
         await producer.send_and_wait(kafka.feedback_topic, key=record.alert_id.encode(), value=record.to_bytes())

@@ -25,7 +25,7 @@ class TopicFollower:
     async def __aenter__(self) -> "TopicFollower":
         # created if missing, so a follower can start before the worker does
         counts = await ensure_topics(self.kafka, self.topics)
-        self.consumer = AIOKafkaConsumer(bootstrap_servers=self.kafka.bootstrap_servers,
+        self.consumer = AIOKafkaConsumer(**self.kafka.client_options(),
                                          enable_auto_commit=False, auto_offset_reset="earliest",
                                          fetch_max_wait_ms=200, client_id="logstream-follow")
         try:

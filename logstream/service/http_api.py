@@ -21,21 +21,23 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from .feedback import FeedbackError, FeedbackRecord, parse_feedback
-from .metrics import REGISTRY
+from .metrics import REGISTRY, TAILER_REGISTRY
 
 log = logging.getLogger("logstream.http")
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, setting: str = "metrics.port") -> socket.socket:
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise OSError(f"cannot serve metrics on {host}:{port} ({exc}): set metrics.port "
-                      "(LOGSTREAM_METRICS__PORT) to a free port, or to null in the config file to disable "
-                      "the endpoint") from None
+        if setting.startswith("--"):
+            raise OSError(f"cannot listen on {host}:{port} ({exc}): choose a free port with {setting}") from None
+        variable = "LOGSTREAM_" + setting.upper().replace(".", "__")
+        raise OSError(f"cannot serve metrics on {host}:{port} ({exc}): set {setting} ({variable}) to a free "
+                      "port, or to null in the config file to disable the endpoint") from None
     sock.listen(128)
     sock.setblocking(False)
     return sock
@@ -75,10 +77,24 @@ def build_http_app(ready: Callable[[], bool],
     return app
 
 
+def build_tailer_app() -> web.Application:
+    """The tailer's own endpoint (``tail.metrics_port``): ``/metrics`` (its counters) and ``/healthz``."""
+    async def metrics(request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(TAILER_REGISTRY), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(request: web.Request) -> web.Response:
+        return web.json_response({"status": "ok"})
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    return app
+
+
 async def serve(app: web.Application, sock: socket.socket) -> web.AppRunner:
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     await web.SockSite(runner, sock).start()
     host, port = sock.getsockname()[:2]
-    log.info("metrics, health and feedback on http://%s:%d (/metrics /healthz /readyz /feedback)", host, port)
+    log.info("serving http://%s:%d (%s)", host, port, " ".join(sorted({r.resource.canonical for r in app.router.routes()})))
     return runner

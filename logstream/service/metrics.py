@@ -22,7 +22,16 @@ BATCH_SIZE = Histogram("logstream_batch_size_entries", "entries per scored micro
                        buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
 SCORES = Histogram("logstream_anomaly_score", "anomaly scores of scored entries", registry=REGISTRY,
                    buckets=(0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 20))
-ALERTS = Counter("logstream_alerts_total", "alerts raised, by sink", ["sink"], registry=REGISTRY)
+THRESHOLDS = Histogram("logstream_threshold", "threshold in force for each scored entry (beside "
+                       "logstream_anomaly_score: how close the lines run to it)", registry=REGISTRY,
+                       buckets=(0.5, 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10, 15, 20))
+ENTRIES_BY_FORMAT = Counter("logstream_format_entries_total", "log entries scored, by the format they were read "
+                            "as (a source)", ["format"], registry=REGISTRY)
+ANOMALIES = Counter("logstream_anomalies_total", "anomalies found, before grouping into alerts: by kind (line, "
+                    "or a session's unusual line, abnormal end, stalled), how the threshold was set, and format",
+                    ["kind", "how", "format"], registry=REGISTRY)
+ALERTS = Counter("logstream_alerts_total", "alerts published, by sink (topic: on the alerts topic; webhook, "
+                 "alertmanager: delivered)", ["sink"], registry=REGISTRY)
 ALERTS_SUPPRESSED = Counter("logstream_alerts_grouped_total",
                             "anomalies folded into an already open alert group", registry=REGISTRY)
 SINK_FAILURES = Counter("logstream_sink_failures_total", "failed delivery attempts, by sink", ["sink"],
@@ -40,16 +49,32 @@ CACHE_DEVICE_BYTES = Gauge("logstream_cache_device_bytes", "bytes of the residen
 CACHE_HOST_BYTES = Gauge("logstream_cache_host_bytes", "bytes of windows offloaded to host memory",
                          registry=REGISTRY)
 CACHE_STREAMS = Gauge("logstream_cache_streams", "streams known to the engine", registry=REGISTRY)
+CACHE_OFFLOADS = Counter("logstream_cache_offloads_total", "stream windows moved out of the resident pool to host "
+                         "memory (the pool was full)", registry=REGISTRY)
+CACHE_RESTORES = Counter("logstream_cache_restores_total", "stream windows brought back from host memory",
+                         registry=REGISTRY)
+CACHE_FORGOTTEN = Counter("logstream_cache_forgotten_total", "stream windows dropped because the host budget "
+                          "was full (their next lines are scored cold)", registry=REGISTRY)
 CONSUMER_LAG = Gauge("logstream_consumer_lag_messages", "input messages not yet consumed, summed over partitions",
                      registry=REGISTRY)
-TAILER_LINES = Counter("logstream_tailer_lines_total", "lines the tailer handed to Kafka", registry=REGISTRY)
+# The tailer runs as its own process (often on other machines): its metrics are served by its own
+# endpoint (``tail.metrics_port``), from a registry of their own, never read as zeros on the worker's.
+TAILER_REGISTRY = CollectorRegistry(auto_describe=True)
+TAILER_LINES = Counter("logstream_tailer_lines_total", "lines the tailer handed to Kafka (acknowledged)",
+                       registry=TAILER_REGISTRY)
 TAILER_TRUNCATED = Counter("logstream_tailer_truncated_lines_total", "lines cut at the length cap",
-                           registry=REGISTRY)
+                           registry=TAILER_REGISTRY)
+TAILER_FILES = Gauge("logstream_tailer_files", "files being followed", registry=TAILER_REGISTRY)
 FEEDBACK_APPLIED = Counter("logstream_feedback_applied_total", "alerts marked normal by an operator, applied",
                            registry=REGISTRY)
 FEEDBACK_INVALID = Counter("logstream_feedback_invalid_total", "feedback records that could not be applied",
                            registry=REGISTRY)
 MODEL_SWAPS = Counter("logstream_model_swaps_total", "times another model version was swapped in", registry=REGISTRY)
+MODEL_SWAP_FAILURES = Counter("logstream_model_swap_failures_total", "model versions that could not be swapped "
+                              "in (the served one stays)", registry=REGISTRY)
+MODEL_INFO = Gauge("logstream_model_info", "the model version being served (value 1)", ["version"],
+                   registry=REGISTRY)
+READY = Gauge("logstream_ready", "1 when the model is loaded and the worker has joined its group", registry=REGISTRY)
 ADAPT_ROUNDS = Counter("logstream_adapt_rounds_total", "continual fine-tuning rounds, by result", ["result"],
                        registry=REGISTRY)
 EMPTY_LINES = Counter("logstream_empty_lines_total", "input entries with nothing but white space, skipped",
@@ -58,3 +83,19 @@ TRUNCATED_LINES = Counter("logstream_truncated_lines_total", "input lines cut at
                           registry=REGISTRY)
 SESSIONS_ENDED = Counter("logstream_sessions_ended_total", "sessions ended (quiet or end pattern), by how they "
                          "were judged: normal, abnormal end, stalled", ["kind"], registry=REGISTRY)
+
+
+def initialise_labels() -> None:
+    """Create the label values known in advance at zero, so rates and alerting rules see a series from the
+    first scrape rather than nothing until the first event."""
+    for sink in ("topic", "webhook", "alertmanager"):
+        ALERTS.labels(sink=sink)
+    for sink in ("webhook", "alertmanager"):
+        SINK_FAILURES.labels(sink=sink)
+        SINK_RETRIES.labels(sink=sink)
+    for kind in ("envelope", "scoring", "alert_delivery"):
+        DEAD_LETTERS.labels(kind=kind)
+    for result in ("ok", "failed"):
+        ADAPT_ROUNDS.labels(result=result)
+    for kind in ("normal", "abnormal end", "stalled"):
+        SESSIONS_ENDED.labels(kind=kind)

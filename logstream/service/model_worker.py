@@ -22,8 +22,9 @@ from ..alerts import Alert, Explanation
 from ..alerts.model import SurprisingToken
 from ..scoring.sessions import UNUSUAL_LINE
 from ..config import Settings
-from .metrics import (BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_HOST_BYTES, CACHE_SLOTS, CACHE_SLOTS_IN_USE, CACHE_STREAMS,
-                      ENTRIES_SCORED, INGEST_TO_SCORE, MODEL_SWAPS, SCORES, SCORING_LATENCY, SESSIONS_ENDED,
+from .metrics import (ANOMALIES, BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_FORGOTTEN, CACHE_HOST_BYTES, CACHE_OFFLOADS,
+                      CACHE_RESTORES, CACHE_SLOTS, CACHE_SLOTS_IN_USE, CACHE_STREAMS, ENTRIES_BY_FORMAT, ENTRIES_SCORED,
+                      INGEST_TO_SCORE, MODEL_INFO, MODEL_SWAPS, SCORES, SCORING_LATENCY, SESSIONS_ENDED, THRESHOLDS,
                       TOKENS_SCORED)
 from .records import ScoreRecord
 
@@ -70,6 +71,7 @@ class ModelWorker:
         self.state_path = state_path  # where what the adaptive thresholds learned is kept across restarts
         self.store = settings.model_store()  # adapted versions; the one served survives restarts
         self.served = None  # the store version being served ("base": model.path)
+        self._pool_counts: tuple[int, int, int] | None = None  # the pool's counts at the last gauge update
         self.adapter = None  # OnlineAdapter: continual fine-tuning
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logstream-model")
         self.scorer = None
@@ -148,11 +150,19 @@ class ModelWorker:
                 if self.sessions.ends(line):
                     ended.append(stream)
             anomaly = anomaly and result.stream_position >= warmup_tokens
+            format_ = result.canonical.format if result.canonical is not None else "unknown"
             ENTRIES_SCORED.inc()
+            ENTRIES_BY_FORMAT.labels(format=format_).inc()
             TOKENS_SCORED.inc(len(result.token_ids))
             SCORES.observe(result.score)
+            if result.threshold is not None:
+                THRESHOLDS.observe(result.threshold)
             if meta.kafka_time is not None:
                 INGEST_TO_SCORE.observe(max(0.0, (now - meta.kafka_time).total_seconds()))
+            if anomaly:
+                session = meta.session and self.sessions is not None
+                ANOMALIES.labels(kind=UNUSUAL_LINE if session else "line", format=format_,
+                                 how="session" if session else result.verdict.how if result.verdict else "fixed").inc()
             out.append(Scored(stream=stream, line=line, meta=meta, score=result.score,
                               threshold=result.threshold, anomaly=anomaly, warm=result.warm,
                               tokens=len(result.token_ids),
@@ -185,6 +195,7 @@ class ModelWorker:
         self.sessions = self._session_tracker()  # windows restart with the new model: so do sessions
         self.served = version
         MODEL_SWAPS.inc()
+        self._pool_counts = None  # a new pool, counting from zero
         self._update_cache_gauges()
         log.info("now serving model %s (%s) after a %.1f s swap: sink primed, windows restarted, thresholds "
                  "re-learned from each source's latest lines", self.scorer.model_version, version,
@@ -199,6 +210,7 @@ class ModelWorker:
         self._ended.append(stream)
         if not end.anomaly:
             return
+        ANOMALIES.labels(kind=end.kind, how="session", format="session").inc()
         line, meta = end.last if end.last is not None else ("", EntryMeta())
         self._session_alerts.append(Alert(
             stream=stream, partition=meta.partition, offset=meta.offset, time=datetime.now(UTC), line=line,
@@ -263,6 +275,15 @@ class ModelWorker:
 
     def _update_cache_gauges(self) -> None:
         stats = self.scorer.engine.stats()
+        # the pool counts since it was made (a swap makes a new one): the counters grow by the difference
+        last = self._pool_counts if self._pool_counts is not None else (0, 0, 0)
+        counts = (stats.offloads, stats.restores, stats.forgotten)
+        if all(now >= before for now, before in zip(counts, last)):
+            for counter, now, before in zip((CACHE_OFFLOADS, CACHE_RESTORES, CACHE_FORGOTTEN), counts, last):
+                counter.inc(now - before)
+        self._pool_counts = counts
+        MODEL_INFO.clear()
+        MODEL_INFO.labels(version=self.scorer.model_version).set(1)
         CACHE_SLOTS.set(stats.slots)
         CACHE_SLOTS_IN_USE.set(stats.slots_in_use)
         CACHE_DEVICE_BYTES.set(stats.device_bytes)

@@ -41,7 +41,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from ..config import KafkaSettings, TailSettings
 from .envelope import LogEnvelope
-from .metrics import TAILER_LINES, TAILER_TRUNCATED
+from .metrics import TAILER_FILES, TAILER_LINES, TAILER_TRUNCATED
 from .topics import ensure_topics, unreachable
 
 log = logging.getLogger("logstream.tail")
@@ -284,7 +284,7 @@ class TrackedFile:
 
 async def start_producer(kafka: KafkaSettings, ack_timeout_s: float) -> AIOKafkaProducer:
     """An idempotent producer (acks=all); acks=all alone where the broker refuses idempotence."""
-    common = {"bootstrap_servers": kafka.bootstrap_servers, "client_id": "logstream-tail", "linger_ms": 5,
+    common = {**kafka.client_options(), "client_id": "logstream-tail", "linger_ms": 5,
               "request_timeout_ms": int(ack_timeout_s * 1000)}
     producer = AIOKafkaProducer(enable_idempotence=True, **common)
     try:
@@ -372,6 +372,7 @@ class FileTailer:
         """One pass over all files; returns the number of bytes read."""
         self._raise_if_failed()
         found = self._scan()
+        TAILER_FILES.set(len(found))
         now, mono = time.time(), time.monotonic()
         read = 0
         # files that no longer match (renamed away, deleted): drain them first, so their last lines

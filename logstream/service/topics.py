@@ -41,7 +41,7 @@ async def ensure_topics(settings: KafkaSettings, names: list[str] | None = None)
     names = names or [settings.input_topic, settings.alerts_topic, settings.dead_letter_topic]
     if not settings.bootstrap_servers:
         raise unreachable(None)
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.bootstrap_servers, client_id="logstream-topics")
+    admin = AIOKafkaAdminClient(client_id="logstream-topics", **settings.client_options())
     try:
         try:
             await admin.start()

@@ -38,11 +38,11 @@ from faust.types.tuples import ack_lock
 
 from ..alerts import Alert, AlertGrouper, build_sinks
 from ..alerts.sinks import HttpSink
-from ..config import Settings
+from ..config import KafkaSettings, Settings
 from .envelope import EnvelopeError, LogEnvelope, decode_entries
 from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
-from .metrics import (ADAPT_ROUNDS, CONSUMER_LAG, DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED, FEEDBACK_INVALID,
-                      TRUNCATED_LINES)
+from .metrics import (ADAPT_ROUNDS, ALERTS, CONSUMER_LAG, DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED,
+                      FEEDBACK_INVALID, MODEL_SWAP_FAILURES, READY, TRUNCATED_LINES, initialise_labels)
 from .model_worker import EntryMeta, ModelWorker, Scored
 from .records import DeadLetterKind, DeadLetterRecord
 from .streams import StreamRouter
@@ -60,6 +60,18 @@ class PublishFailed(RuntimeError):
 
 def broker_urls(bootstrap_servers: str) -> list[str]:
     return [f"kafka://{server.strip()}" for server in bootstrap_servers.split(",") if server.strip()]
+
+
+def faust_credentials(kafka: KafkaSettings):
+    """The Faust worker's side of ``KafkaSettings.client_options``: the same protocol, mechanism, user
+    and TLS context, as Faust's credentials objects (its aiokafka driver turns them back into options)."""
+    if kafka.security_protocol == "PLAINTEXT":
+        return None
+    ssl_context = kafka.ssl_context() if kafka.security_protocol.endswith("SSL") else None
+    if kafka.security_protocol == "SSL":
+        return faust.SSLCredentials(ssl_context)
+    return faust.SASLCredentials(username=kafka.sasl_username, password=kafka.sasl_password.get_secret_value(),
+                                 ssl_context=ssl_context, mechanism=kafka.sasl_mechanism)
 
 
 def topic_names(settings: Settings) -> list[str]:
@@ -209,6 +221,7 @@ class BatchProcessor:
             if len(self.recent_alerts) > RECENT_ALERTS:
                 self.recent_alerts.popitem(last=False)
             pending.append(await self.alerts_topic.send(key=alert.stream.encode(), value=alert.to_bytes()))
+            ALERTS.labels(sink="topic").inc()  # the default sink counts too (the webhooks count on delivery)
             for sink in self.sinks:
                 if not sink.submit_nowait(alert):  # a slow receiver must not hold up scoring
                     DEAD_LETTERS.labels(kind="alert_delivery").inc()
@@ -289,6 +302,7 @@ class BatchProcessor:
 
     async def partitions_assigned(self, assigned: set[TP]) -> None:
         self.assigned_once = True
+        READY.set(1)
         kept = {(tp.topic, tp.partition) for tp in assigned}
         gone_partitions, self._revoked = self._revoked - kept, set()
         gone = self.router.revoke(gone_partitions)
@@ -331,7 +345,11 @@ class Adaptation:
                 ADAPT_ROUNDS.labels(result="ok").inc()
         wanted = self.model.store.current_version()
         if wanted != self.model.served:  # a new round finished, or an operator rolled back
-            await self.model.swap(wanted)
+            try:
+                await self.model.swap(wanted)
+            except Exception:
+                MODEL_SWAP_FAILURES.inc()
+                raise
         if self.runner is not None and not self.runner.busy:
             round_ = await self.model.due_round()
             if round_ is not None:
@@ -371,10 +389,13 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
     if not kafka.bootstrap_servers:
         raise unreachable(None)
     data_dir = settings.data_dir()
+    initialise_labels()
+    READY.set(0)
     model = model or ModelWorker(settings, state_path=data_dir / "adaptive-thresholds.json")
     app = faust.App(
         kafka.consumer_group,
         broker=broker_urls(kafka.bootstrap_servers),
+        broker_credentials=faust_credentials(kafka),
         producer_acks=-1,  # acks=all; no idempotence or transactions (the bundled broker refuses them)
         processing_guarantee="at_least_once",
         broker_commit_interval=worker.commit_interval_s,
