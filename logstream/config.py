@@ -30,7 +30,7 @@ def user_config_path() -> Path:
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # errors never print a secret
 
 
 class ModelSettings(Section):
@@ -389,7 +389,8 @@ class YamlSource(PydanticBaseSettingsSource):
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="LOGSTREAM_", env_nested_delimiter="__", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="LOGSTREAM_", env_nested_delimiter="__", extra="forbid",
+                                      hide_input_in_errors=True)
 
     model: ModelSettings = ModelSettings()
     cache: CacheSettings = CacheSettings()

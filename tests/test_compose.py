@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -250,16 +251,24 @@ class Output:
         return "".join(self.lines)
 
 
-def start_service(service: dict, broker: EmbeddedBroker, workdir: Path,
-                  extra_env: dict[str, str]) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGSTREAM_KAFKA__")}
+def on_this_machine(text: str, addresses: dict[str, str]) -> str:
+    """A compose address (service:port) as the process standing in for that service listens here."""
+    for compose_address, local in addresses.items():
+        text = text.replace(compose_address, local)
+    return text
+
+
+def start_service(service: dict, broker: EmbeddedBroker, workdir: Path, extra_env: dict[str, str],
+                  addresses: dict[str, str] | None = None, args: list[str] | None = None) -> subprocess.Popen:
+    addresses = addresses or {}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOGSTREAM_")}
     for name, value in service["environment"].items():
-        env[name] = str(value)
+        env[name] = on_this_machine(str(value), addresses)
     env["LOGSTREAM_CONFIG"] = str(host_path(service, env["LOGSTREAM_CONFIG"]))
     env["LOGSTREAM_KAFKA__BOOTSTRAP_SERVERS"] = broker.bootstrap_servers  # for kafka:9092
     env.update(extra_env)
     # container paths under /tmp become the test's own directory; `logstream` is this Python's CLI
-    args = [str(workdir / a[len("/tmp/"):]) if a.startswith("/tmp/") else a for a in service["command"][1:]]
+    args = args or [str(workdir / a[len("/tmp/"):]) if a.startswith("/tmp/") else a for a in service["command"][1:]]
     return subprocess.Popen([sys.executable, "-m", "logstream.cli", *args], env=env, cwd=workdir,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, preexec_fn=_default_interrupt)
@@ -295,13 +304,30 @@ def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout_s: float 
     return process.returncode
 
 
+def start_alertmanager(compose: dict, workdir: Path, addresses: dict[str, str]) -> subprocess.Popen:
+    """The real Alertmanager on the compose file's own config (its receiver's address made local)."""
+    binary = shutil.which("prometheus-alertmanager")
+    if binary is None:
+        pytest.skip("prometheus-alertmanager is not installed (Debian package; scripts/setup installs it)")
+    service = compose["services"]["alertmanager"]
+    config = workdir / "alertmanager.yml"
+    config.write_text(on_this_machine(host_path(service, "/etc/alertmanager/alertmanager.yml").read_text(), addresses))
+    listen = addresses["alertmanager:9093"]
+    return subprocess.Popen([binary, f"--config.file={config}", f"--storage.path={workdir / 'am-data'}",
+                             f"--web.listen-address={listen}", "--cluster.listen-address="],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
 @pytest.mark.slow
 def test_compose_commands_make_alerts_flow(compose, tmp_path):
+    """worker -> alerts topic -> follower; worker -> signed webhook -> receiver (verified); worker ->
+    Alertmanager (the shipped config) -> receiver."""
     model_dir_or_skip()
     services = compose["services"]
+    receiver_port, am_port = free_port(), free_port()
+    addresses = {"webhook-receiver:8080": f"127.0.0.1:{receiver_port}", "alertmanager:9093": f"127.0.0.1:{am_port}"}
     test_env = {
         "LOGSTREAM_SCORING__THRESHOLD": "-1",  # every line is over it: alerts are certain
-        "LOGSTREAM_MODEL__THREADS": "1",
         "LOGSTREAM_METRICS__PORT": str(free_port()),
         "LOGSTREAM_WORKER__SESSION_TIMEOUT_S": "6",
         "LOGSTREAM_WORKER__DATA_DIR": str(tmp_path / "faust"),
@@ -309,8 +335,14 @@ def test_compose_commands_make_alerts_flow(compose, tmp_path):
     processes: dict[str, tuple[subprocess.Popen, Output]] = {}
     with EmbeddedBroker() as broker:
         try:
+            receiver_args = [a if a != "8080" else str(receiver_port) for a in
+                             services["webhook-receiver"]["command"][1:]]
+            receiver = start_service(services["webhook-receiver"], broker, tmp_path, {}, addresses, receiver_args)
+            processes["webhook-receiver"] = (receiver, Output(receiver))
+            am = start_alertmanager(compose, tmp_path, addresses)
+            processes["alertmanager"] = (am, Output(am))
             for name in ("worker", "alerts"):
-                process = start_service(services[name], broker, tmp_path, test_env)
+                process = start_service(services[name], broker, tmp_path, test_env, addresses)
                 processes[name] = (process, Output(process))
             alerts = processes["alerts"][1]
             wait_until(lambda: "following" in alerts.text, "the alerts follower to start", processes)
@@ -320,10 +352,17 @@ def test_compose_commands_make_alerts_flow(compose, tmp_path):
             wait_until(lambda: any(line.startswith("! ") and any(f"  {s}  " in line for s in streams)
                                    for line in alerts.lines), "an alert printed by the follower", processes)
             assert "score" in alerts.text and " > -1.00" in alerts.text
+            received = processes["webhook-receiver"][1]
+            wait_until(lambda: "logstream alert verified" in received.text, "a signed webhook, verified", processes)
+            # Alertmanager's route waits group_wait (10 s) before its first notification
+            wait_until(lambda: "alertmanager firing LogAnomaly" in received.text,
+                       "Alertmanager to pass an anomaly on to the receiver", processes)
+            assert "REJECTED" not in received.text and "UNSIGNED" not in received.text
             producer_code = stop(producer, signal.SIGINT)
             assert producer_code in (0, 130), processes["producer"][1].text[-2000:]
             assert stop(processes["alerts"][0]) == 0, alerts.text[-2000:]
             assert stop(processes["worker"][0]) == 0, processes["worker"][1].text[-3000:]
+            assert stop(receiver) == 0, received.text[-2000:]
         finally:
             for process, _ in processes.values():
                 stop(process, signal.SIGKILL, timeout_s=10)

@@ -160,8 +160,20 @@ def tail_command(paths, checkpoint: Path, bootstrap: str, topic: str, *extra: st
            "--bootstrap-servers", bootstrap, *extra]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOGSTREAM_")}
     env.update(LOGSTREAM_KAFKA__INPUT_TOPIC=topic, LOGSTREAM_KAFKA__PARTITIONS=str(PARTITIONS),
-               LOGSTREAM_TAIL__POLL_INTERVAL_S="0.02", LOGSTREAM_TAIL__CHECKPOINT_INTERVAL_S="0.05")
+               LOGSTREAM_TAIL__POLL_INTERVAL_S="0.02", LOGSTREAM_TAIL__CHECKPOINT_INTERVAL_S="0.05",
+               LOGSTREAM_TAIL__METRICS_PORT=str(free_port()))
     return cmd, env
+
+
+def tailer_metrics(port: int) -> dict[str, float]:
+    import urllib.request
+
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    except OSError:
+        return {}
+    return {name: float(value) for name, value in
+            (line.split() for line in text.splitlines() if line and not line.startswith("#"))}
 
 
 def run_async(coroutine):
@@ -570,3 +582,29 @@ def test_reading_pauses_while_kafka_does_not_acknowledge(tmp_path):
     assert inflight == 5  # stopped at the limit, not reading on
     assert offset == len(b"warm-up\n")  # nothing unacknowledged was checkpointed
     assert reader.lines == ["warm-up"] + lines
+
+
+def test_the_tailer_serves_its_own_metrics_and_refuses_a_port_in_use(broker, tmp_path):
+    log_file = tmp_path / "app.log"
+    kafka = kafka_settings(broker.bootstrap_servers)
+    append(log_file, *(f"line {i}" for i in range(50)), "y" * 20_000)  # the last is cut at the 16 KiB cap
+    cmd, env = tail_command([log_file], tmp_path / "cp.json", broker.bootstrap_servers, kafka.input_topic)
+    port = int(env["LOGSTREAM_TAIL__METRICS_PORT"])
+    process = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while tailer_metrics(port).get("logstream_tailer_lines_total", 0) < 51:
+            assert process.poll() is None, process.stderr.read()
+            assert time.monotonic() < deadline, f"the tailer's endpoint never counted 51 lines: {tailer_metrics(port)}"
+            time.sleep(0.05)
+        values = tailer_metrics(port)
+        assert values["logstream_tailer_lines_total"] == 51
+        assert values["logstream_tailer_truncated_lines_total"] == 1
+        assert values["logstream_tailer_files"] == 1
+        assert not any(name.startswith("logstream_entries") for name in values)  # the worker's are not here
+        second = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1
+        assert f"127.0.0.1:{port}" in second.stderr and "LOGSTREAM_TAIL__METRICS_PORT" in second.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(TIMEOUT_S) == 0, process.stderr.read()

@@ -354,6 +354,12 @@ def test_metrics_endpoint_reports_scoring(alert_on_everything):
     assert values["logstream_scoring_latency_seconds_count"] >= 1
     assert values["logstream_cache_slots"] >= 1 and values["logstream_cache_streams"] >= 1
     assert "logstream_consumer_lag_messages" in values
+    # the alerts topic is a sink like the others: its alerts are counted (with labels, by regex)
+    labelled = {m.group(1): float(m.group(2)) for m in re.finditer(r"^(\S+\{[^}]*\}) (\S+)$", text, re.MULTILINE)}
+    assert labelled['logstream_alerts_total{sink="topic"}'] >= 1
+    assert values["logstream_ready"] == 1
+    assert any(name.startswith("logstream_model_info{") and value == 1 for name, value in labelled.items())
+    assert not any(name.startswith("logstream_tailer_") for name in values)  # the tailer serves its own
 
 
 # --- crashes and rebalances ------------------------------------------------------------------------
