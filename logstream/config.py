@@ -89,8 +89,9 @@ class AdaptiveSettings(Section):
                           "calibrated thresholds (or scoring.threshold) for every line")
     source_by: Literal["format", "stream"] = Field("format", description="what a source is: 'format' (streams read in one log format "
                            "share what they learn) or 'stream' (each stream on its own)")
-    cold_start_lines: int = Field(200, ge=0, description="a new source's first lines: its own thresholds are not "
-                                  "learned yet; only the model's calibrated threshold can alert, where it holds")
+    cold_start_lines: int = Field(200, ge=0, description="a new source's first lines: its score thresholds are not "
+                                  "learned yet; only the model's calibrated threshold (where it holds) and the "
+                                  "unseen-problem rule can alert")
     familiar_share: float = Field(0.002, ge=0, le=1, description="the model's calibrated threshold holds on a "
                                   "source (and applies to it) while at most this share of the source's latest "
                                   "lines score above it")
@@ -105,17 +106,25 @@ class AdaptiveSettings(Section):
     rare_level_share: float = Field(0.005, ge=0, le=1, description="a line at a level other than TRACE, DEBUG, "
                                     "INFO or NOTICE alerts when that level is under this share of the source's "
                                     "normal lines (0 turns the rule off)")
-    similarity: float = Field(0.5, gt=0, le=1, description="drain3 similarity for online template clustering")
+    similarity: float = Field(0.7, gt=0, le=1, description="drain3 similarity for online template clustering "
+                              "(0.5 put PostgreSQL's \"parameter ... cannot be changed\" lines in its SELECT statements' "
+                              "template, where they scored far above: measured, onboarding benchmark)")
     problem_words: str = Field(
         PROBLEM_WORDS, description="regex (case-insensitive) of words that make a line read as a problem whatever "
         "its level: such a line, or one at a level other than TRACE/DEBUG/INFO/NOTICE, alerts while its pattern "
-        "has never been seen in a normal line of its source ('' turns the rule off)")
+        "has never been seen with the same problem words in a normal line of its source ('' turns the rule off)")
     problem_similarity: float = Field(0.7, gt=0, le=1, description="drain3 similarity of the patterns the "
-                                      "problem rule compares (stricter than `similarity`: 'Connection refused' and "
-                                      "'No such file' lines share most of their words)")
-    problem_routine_alerts: int = Field(100, ge=0, description="after this many alerting lines of one problem "
-                                        "pattern, or of one rare level, it is taken as routine for its source "
-                                        "(0: alert until marked normal)")
+                                      "problem rule compares ('Connection refused' and 'No such file' lines share "
+                                      "most of their words)")
+    problem_routine_alerts: int = Field(100, ge=0, description="a problem pattern or rare level that has come back "
+                                        "in this many lines without being learned as normal is routine for its "
+                                        "source for good (0: never for good)")
+    routine_episodes: int = Field(5, ge=0, description="a problem pattern or rare level whose lines fell in this "
+                                  "many different stretches of `routine_gap` lines within the source's last "
+                                  "`routine_window` lines is routine while it keeps coming back (a favicon 404 "
+                                  "every few lines); one that strikes now and then stays news (0 turns this off)")
+    routine_window: int = Field(1000, ge=1, description="lines of a source over which `routine_episodes` count")
+    routine_gap: int = Field(20, ge=1, description="lines of a source in one stretch")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
 

@@ -19,25 +19,40 @@ source has shown, per template:
   measured) and does not apply; on the sources it knows it catches what the source's own
   statistics are still too young to.
 * **Cold start.** For a source's first ``cold_start_lines`` lines there is no "normal" of its own
-  to be rarer than yet: only the calibrated threshold (where it holds) can alert.
+  to be rarer than yet: only the calibrated threshold (where it holds) and the unseen-problem rule
+  can alert. A problem that strikes in those first lines is news like any other (measured: an
+  Alertmanager receiver failing within its first 200 lines was learned as normal, and the same
+  failure later went unnoticed, recall 0.59); lines that merely read as problems but are the
+  source's routine stop alerting once they recur (see below).
 * **Rare levels.** A line at a level that is not routine (WARN, ERROR, FATAL, or a level word a
   format does not rank, like PostgreSQL's DETAIL) alerts when that level is under
   ``rare_level_share`` of the source's normal lines: ERROR in a source that never writes ERROR is
   news however plain its words (measured: the level alone finds most of the injected errors of the
   onboarding benchmark without a false alert, where one token of surprise in a line is diluted in
-  its mean). Lines that alert are not counted as normal, so a level that keeps alerting is taken
-  as routine once it has alerted ``problem_routine_alerts`` times (without that, a WARN that is 5%
-  of HDFS's lines alerted on every line once its first one had: measured). Counting alerted lines
-  in the share instead let a few error bursts make ERROR routine (measured: recall on the
-  Alertmanager onboarding source 0.59 -> 0.41).
+  its mean). Lines that alert are not counted as normal, so a level that keeps alerting would
+  alert for good (a WARN that is 5% of HDFS's lines alerted on every line once its first one had:
+  measured): it is taken as routine once it recurs (``Recurrence``). Counting alerted lines in the
+  share instead let a few error bursts make ERROR routine (measured: recall on the Alertmanager
+  onboarding source 0.59 -> 0.41).
 * **Unseen problems.** A line that reads as a problem (a level other than TRACE, DEBUG, INFO or
   NOTICE, or a word of ``problem_words``: "refused", "timed out", "Traceback"...) alerts while its
   pattern (drain3 at the stricter ``problem_similarity``) has never been seen in a normal line of
-  its source. Lines that alert are not learned from, so a recurring error keeps alerting (grouped
-  per stream by the alert router) until an operator marks it normal or it has alerted
-  ``problem_routine_alerts`` times. Measured on the onboarding benchmark: most real errors of a
-  source the model never saw are recurring problems whose mean token surprise reads like any other
-  new message's, and the first of them teaches nothing (they were never normal).
+  its source *with the same problem words*: nginx's routine ERROR ``open() ... failed (No such
+  file)`` for a favicon does not make ``client intended to send too large body`` routine, though
+  drain3 puts both in one pattern (measured: journald onboarding source). Lines that alert are
+  not learned from, so a recurring error keeps alerting (grouped per stream by the alert router)
+  until an operator marks it normal or it becomes routine. Measured on the onboarding benchmark:
+  most real errors of a source the model never saw are recurring problems whose mean token
+  surprise reads like any other new message's, and the first of them teaches nothing (they were
+  never normal).
+* **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
+  while it does: when its lines fell in ``routine_episodes`` different stretches of ``routine_gap``
+  source lines within the source's last ``routine_window`` lines (or ``problem_routine_alerts``
+  lines in all), it does not alert. A favicon 404 logged as an ERROR every few lines is routine
+  within about a hundred lines; one burst of errors (an upstream down for a minute) fills one or
+  two stretches and alerts whole; an error that strikes now and then stays news. Routine lines are
+  not learned as normal problems: once a pattern has been quiet for ``routine_window`` lines it is
+  news again.
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
   the scores of the lines it was marked on.
 
@@ -62,7 +77,7 @@ from ..config import AdaptiveSettings
 
 logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: problem patterns keyed with their words, alerts kept as ``Recurrence``
 MIN_FAMILIAR_LINES = 20  # lines of a source before the calibration is judged to hold on it
 RECENT_LINES = 1000  # a source's latest scores (alerted or not) on which that is judged
 COLD = "cold start"
@@ -88,6 +103,7 @@ class Verdict:
     template_id: int | None = None
     source: str | None = None
     note: str = ""  # a readable sentence saying where the threshold came from
+    routine: str | None = None  # a problem rule held back because the problem keeps coming back: why
 
     def learnable(self) -> bool:
         return not self.anomaly
@@ -100,6 +116,40 @@ class _Template:
 
 
 @dataclass
+class Recurrence:
+    """How a problem pattern (or a rare level) keeps coming back without being learned as normal: its
+    lines, and the latest different stretches of ``routine_gap`` source lines it showed up in."""
+
+    lines: int = 0
+    stretches: deque = field(default_factory=deque)  # source line count // routine_gap, the latest first last
+
+    def add(self, at: int, config: AdaptiveSettings) -> None:
+        self.lines += 1
+        stretch = at // config.routine_gap
+        if not self.stretches or self.stretches[-1] != stretch:
+            self.stretches.append(stretch)
+            while len(self.stretches) > max(config.routine_episodes, 1):
+                self.stretches.popleft()
+
+    def routine(self, now: int, config: AdaptiveSettings) -> bool:
+        """Whether it keeps coming back: in enough different stretches lately, or in enough lines in all."""
+        if config.problem_routine_alerts and self.lines >= config.problem_routine_alerts:
+            return True
+        episodes = config.routine_episodes
+        oldest = (now - config.routine_window) // config.routine_gap
+        return bool(episodes) and len(self.stretches) >= episodes and self.stretches[0] > oldest
+
+    def as_json(self) -> dict:
+        return {"lines": self.lines, "stretches": list(self.stretches)}
+
+    @classmethod
+    def from_json(cls, data) -> "Recurrence":
+        if isinstance(data, int):  # state version 1 kept only a count
+            return cls(lines=data)
+        return cls(int(data["lines"]), deque(data.get("stretches", [])))
+
+
+@dataclass
 class _Source:
     miner: TemplateMiner
     lines: int = 0
@@ -107,10 +157,12 @@ class _Source:
     novel: deque = field(default_factory=deque)
     recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_LINES))  # latest scores, alerted or not
     levels: dict = field(default_factory=dict)  # level -> normal lines that carried it
-    level_alerts: dict = field(default_factory=dict)  # level -> lines at it that alerted
+    level_alerts: dict = field(default_factory=dict)  # level -> Recurrence of its lines not learned as normal
     problems: TemplateMiner | None = None  # strict patterns for the unseen-problem rule
-    problem_normal: dict = field(default_factory=dict)  # strict pattern id -> normal lines seen
-    problem_alerts: dict = field(default_factory=dict)  # strict pattern id -> lines that alerted
+    # (strict pattern id, problem words) -> normal lines seen / Recurrence of lines not learned as
+    # normal (alerted, or held back as routine); words None: any (what state version 1 kept)
+    problem_normal: dict = field(default_factory=dict)
+    problem_alerts: dict = field(default_factory=dict)
 
 
 def level_key(level: str | None, event: str | None = None) -> str | None:
@@ -122,10 +174,11 @@ def level_key(level: str | None, event: str | None = None) -> str | None:
 
 
 def _forget_gone(by_cluster: dict, miner: TemplateMiner) -> None:
-    """Drop the entries of clusters the miner forgot (drain3 keeps its ``max_templates`` most recent)."""
+    """Drop the entries of clusters the miner forgot (drain3 keeps its ``max_templates`` most recent);
+    keys are cluster ids, or tuples that start with one."""
     alive = {c.cluster_id for c in miner.drain.clusters}
-    for cluster_id in [k for k in by_cluster if k not in alive]:
-        del by_cluster[cluster_id]
+    for key in [k for k in by_cluster if (k[0] if isinstance(k, tuple) else k) not in alive]:
+        del by_cluster[key]
 
 
 def _quantiles(values, q: float) -> tuple[float, float]:
@@ -157,16 +210,19 @@ class AdaptiveThresholds:
             return verdict
         state = self._sources[source]
         share = self._level_share(state, level)
-        if (verdict.how != COLD and share is not None and share < self.config.rare_level_share
-                and not self._routine(state.level_alerts.get(level, 0))):
-            return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
-                           f"{level} lines are {100 * share:.2f}% of this source's normal lines "
-                           f"(under {100 * self.config.rare_level_share:g}%)")
-        if verdict.how != COLD:
-            problem = self._unseen_problem(state, masked, level)
-            if problem is not None:
-                return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
-                               f"{problem}, in a pattern this source has never shown in a normal line")
+        if verdict.how != COLD and share is not None and share < self.config.rare_level_share:
+            if self._routine(state, state.level_alerts.get(level)):
+                verdict.routine = f"{level} lines keep coming back"
+            else:
+                return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
+                               f"{level} lines are {100 * share:.2f}% of this source's normal lines "
+                               f"(under {100 * self.config.rare_level_share:g}%)")
+        problem, routine = self._unseen_problem(state, masked, level)  # from a source's first line on
+        if problem is not None and not routine:
+            return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
+                           f"{problem}, in a pattern this source has never shown in a normal line")
+        if routine:
+            verdict.routine = f"{problem}, in a pattern that keeps coming back"
         if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
             return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
                            f"the model's calibrated threshold, which holds on this source (at most "
@@ -182,35 +238,47 @@ class AdaptiveThresholds:
         above = sum(1 for s in state.recent if s > calibrated)
         return above <= self.config.familiar_share * len(state.recent)
 
+    def _problem_words_in(self, masked: str) -> list[str]:
+        if self._problem_words is None:
+            return []
+        return list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
+
     def _reads_as_problem(self, masked: str, level: str | None) -> str | None:
         """Why a line reads as a problem (its level, or a problem word), or None. A level that comes with
         an event (an access log's ``WARN Not Found``) is left to the rare-level rule: there the event is
         the pattern, and a 404 for a path never asked before is no news."""
+        words = self._problem_words_in(masked)
         if level is not None and " " not in level and level not in LOW_LEVELS:
-            return f"a {level} line"
-        if self._problem_words is None:
-            return None
-        found = list(dict.fromkeys(m.group(0) for m in self._problem_words.finditer(masked)))
-        return "the words " + ", ".join(repr(word) for word in found[:3]) if found else None
+            return f"a {level} line" + (" with the words " + ", ".join(map(repr, words[:3])) if words else "")
+        return "the words " + ", ".join(repr(word) for word in words[:3]) if words else None
 
-    def _unseen_problem(self, state: _Source, masked: str, level: str | None) -> str | None:
-        """Why this line is a problem never seen in a normal line of its source, or None."""
+    def _problem_key(self, state: _Source, masked: str, add: bool = False) -> tuple[int, str] | None:
+        """A problem's pattern: its strict drain3 cluster and the problem words it carries (sorted)."""
+        if add:
+            cluster_id = state.problems.add_log_message(masked)["cluster_id"]
+        else:
+            cluster = self._match(state.problems, masked)
+            if cluster is None:
+                return None
+            cluster_id = cluster.cluster_id
+        return cluster_id, " ".join(sorted(self._problem_words_in(masked)))
+
+    def _unseen_problem(self, state: _Source, masked: str, level: str | None) -> tuple[str | None, bool]:
+        """(why this line is a problem never seen in a normal line of its source, or None; whether it
+        is one that keeps coming back, the source's routine: ``Recurrence``)."""
         why = self._reads_as_problem(masked, level)
         if why is None:
-            return None
-        cluster = self._match(state.problems, masked)
-        if cluster is None:
-            return why
-        if state.problem_normal.get(cluster.cluster_id, 0) > 0:
-            return None
-        if self._routine(state.problem_alerts.get(cluster.cluster_id, 0)):
-            return None  # it keeps coming back: taken as the source's routine (see ``seen``)
-        return why
+            return None, False
+        key = self._problem_key(state, masked)
+        if key is None:
+            return why, False
+        if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
+            return None, False
+        return why, self._routine(state, state.problem_alerts.get(key))
 
-    def _routine(self, alerts: int) -> bool:
-        """Whether a level or problem pattern has alerted often enough to be the source's routine."""
-        routine = self.config.problem_routine_alerts
-        return bool(routine) and alerts >= routine
+    def _routine(self, state: _Source, recurrence: Recurrence | None) -> bool:
+        """Whether a level or problem pattern keeps alerting often enough to be the source's routine."""
+        return recurrence is not None and recurrence.routine(state.lines, self.config)
 
     def _level_share(self, state: _Source, level: str | None) -> float | None:
         """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
@@ -255,8 +323,10 @@ class AdaptiveThresholds:
 
     # -- learning -------------------------------------------------------------------------------
 
-    def learn(self, source: str, masked: str, score: float, level: str | None = None) -> None:
-        """Take a line that did not alert as normal: its template's and its source's histories grow."""
+    def learn(self, source: str, masked: str, score: float, level: str | None = None, routine: bool = False) -> None:
+        """Take a line that did not alert as normal: its template's and its source's histories grow.
+        ``routine``: a problem held back as routine (``Verdict.routine``): its level and problem pattern
+        count as coming back again, not as normal."""
         state = self._source(source)
         if source in self._rescoring:
             cluster = self._match(state.miner, masked)
@@ -264,8 +334,11 @@ class AdaptiveThresholds:
                 state.templates[cluster.cluster_id].scores.append(score)
             return
         self._count(state, score)
-        self._problem_pattern(state, masked, state.problem_normal)
-        state.levels[level] = state.levels.get(level, 0) + 1
+        if routine:
+            self._recur(state, masked, level)
+        else:
+            self._problem_normal(state, masked)
+            state.levels[level] = state.levels.get(level, 0) + 1
         cluster_id, known = self._cluster(state, masked)
         template = state.templates.get(cluster_id)
         # a template an operator marked normal teaches its own history only: its lines scored high
@@ -284,15 +357,22 @@ class AdaptiveThresholds:
             return
         state = self._source(source)
         self._count(state, score)
-        state.level_alerts[level] = state.level_alerts.get(level, 0) + 1
-        if masked is not None:
-            self._problem_pattern(state, masked, state.problem_alerts)
+        self._recur(state, masked, level)
 
-    def _problem_pattern(self, state: _Source, masked: str, counts: dict) -> None:
-        cluster_id = state.problems.add_log_message(masked)["cluster_id"]
-        counts[cluster_id] = counts.get(cluster_id, 0) + 1
-        if len(counts) > self.config.max_templates:
-            _forget_gone(counts, state.problems)
+    def _recur(self, state: _Source, masked: str | None, level: str | None) -> None:
+        """A line not learned as normal: its level and its problem pattern come back once more."""
+        state.level_alerts.setdefault(level, Recurrence()).add(state.lines, self.config)
+        if masked is not None:
+            key = self._problem_key(state, masked, add=True)
+            state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config)
+            if len(state.problem_alerts) > self.config.max_templates:
+                _forget_gone(state.problem_alerts, state.problems)
+
+    def _problem_normal(self, state: _Source, masked: str) -> None:
+        key = self._problem_key(state, masked, add=True)
+        state.problem_normal[key] = state.problem_normal.get(key, 0) + 1
+        if len(state.problem_normal) > self.config.max_templates:
+            _forget_gone(state.problem_normal, state.problems)
 
     def _count(self, state: _Source, score: float) -> None:
         state.recent.append(score)
@@ -305,7 +385,7 @@ class AdaptiveThresholds:
         template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
         template.marked_normal_at = max(score, template.marked_normal_at or score)
         template.scores.append(score)
-        self._problem_pattern(state, masked, state.problem_normal)
+        self._problem_normal(state, masked)
 
     @staticmethod
     def _match(miner: TemplateMiner, masked: str):
@@ -368,33 +448,37 @@ class AdaptiveThresholds:
         for name, state in self._sources.items():
             clusters = {c.cluster_id: c.get_template() for c in state.miner.drain.clusters}
             problems = {c.cluster_id: c.get_template() for c in state.problems.drain.clusters}
+            keys = [k for k in dict.fromkeys([*state.problem_normal, *state.problem_alerts]) if k[0] in problems]
             sources[name] = {
-                "problems": [{"template": problems[cid], "normal": state.problem_normal.get(cid, 0),
-                              "alerts": state.problem_alerts.get(cid, 0)} for cid in problems],
+                "problems": [{"template": problems[cid], "words": words, "normal": state.problem_normal.get((cid, words), 0),
+                              "alerts": state.problem_alerts[(cid, words)].as_json()
+                              if (cid, words) in state.problem_alerts else None} for cid, words in keys],
                 "lines": state.lines, "novel": list(state.novel), "recent": list(state.recent),
                 "levels": [[level, count] for level, count in state.levels.items()],
-                "level_alerts": [[level, count] for level, count in state.level_alerts.items()],
+                "level_alerts": [[level, r.as_json()] for level, r in state.level_alerts.items()],
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
                               for cid, t in state.templates.items() if cid in clusters]}
         return {"version": STATE_VERSION, "sources": sources}
 
     def load_state(self, data: dict) -> None:
         """Continue from ``state()``'s output (templates are mined again from their text)."""
-        if data.get("version") != STATE_VERSION:
-            raise ValueError(f"adaptive state version {data.get('version')!r}, expected {STATE_VERSION}")
+        version = data.get("version")
+        if version not in (1, STATE_VERSION):
+            raise ValueError(f"adaptive state version {version!r}, expected {STATE_VERSION}")
         self._sources.clear()
         for name, saved in data["sources"].items():
             state = self._source(name)
             state.lines = int(saved["lines"])
             state.recent.extend(saved.get("recent", []))
             state.levels = {level: count for level, count in saved.get("levels", [])}
-            state.level_alerts = {level: count for level, count in saved.get("level_alerts", [])}
+            state.level_alerts = {level: Recurrence.from_json(r) for level, r in saved.get("level_alerts", [])}
             state.novel.extend(saved["novel"][-self.config.novel_history:])
             for item in saved.get("problems", []):
-                cluster_id = state.problems.add_log_message(item["template"])["cluster_id"]
-                for key, counts in (("normal", state.problem_normal), ("alerts", state.problem_alerts)):
-                    if item[key]:
-                        counts[cluster_id] = counts.get(cluster_id, 0) + item[key]
+                key = (state.problems.add_log_message(item["template"])["cluster_id"], item.get("words"))
+                if item["normal"]:
+                    state.problem_normal[key] = state.problem_normal.get(key, 0) + item["normal"]
+                if item["alerts"]:
+                    state.problem_alerts[key] = Recurrence.from_json(item["alerts"])
             for item in saved["templates"]:
                 cluster_id = state.miner.add_log_message(item["template"])["cluster_id"]
                 template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))

@@ -189,7 +189,8 @@ class LineScorer:
             if line.verdict.anomaly:
                 self.adaptive.seen(source, line.score, line.masked, level=level)
             else:
-                self.adaptive.learn(source, line.masked, line.score, level=level)
+                self.adaptive.learn(source, line.masked, line.score, level=level,
+                                    routine=line.verdict.routine is not None)
 
     def end_surprise(self, stream: str) -> float | None:
         """-log p(end of session | the stream so far), in nats; None for a model not trained with
