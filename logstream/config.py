@@ -49,28 +49,46 @@ class ModelSettings(Section):
 
 
 class CacheSettings(Section):
+    """Stream windows (``logstream.cache``): pages of keys and values in a pool, and the tiers behind it
+    (``logstream.cache.pages`` says in which order memory is made room in, and why)."""
+
     window_tokens: int = Field(2048, ge=1, description="L: tokens of its own history each stream keeps")
-    slots: int | None = Field(None, ge=1, description="streams resident at once (or set pool_bytes)")
-    pool_bytes: int | None = Field(None, ge=1, description="device memory for resident windows")
-    host_bytes: int | None = Field(2 << 30, ge=0, description="host memory for offloaded windows")
+    slots: int | None = Field(None, ge=1, description="size the pool in full windows instead of bytes")
+    pool_bytes: int | None = Field(2 << 30, ge=1, description="memory for the pages of resident windows (the "
+                                   "GPU's on a GPU, else host memory); committed as pages are first used")
+    page_tokens: int = Field(32, ge=1, description="tokens per page: a stream holds the pages its history fills")
+    kv_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="how keys and values are stored; auto: bfloat16 for a float32 model (half the "
+        "memory, measured in benchmarks/results/streams.md)")
+    host_bytes: int | None = Field(None, ge=0, description="host memory for windows moved out of a GPU's pool "
+                                   "(pinned); default 2 GiB on a GPU, none on a CPU (the pool is host memory)")
+    shrink_to: int | None = Field(512, ge=1, description="under memory pressure, cold windows first keep only "
+                                  "their last this many tokens (none, or the window or more: never shrink)")
+    disk_bytes: int = Field(0, ge=0, description="a disk tier of this many bytes (memory-mapped, under "
+                            "cache.disk_dir) for cold windows when memory is full; 0: none, forget instead")
+    disk_dir: Path | None = Field(None, description="where the disk tier lives; default <worker.data_dir>/kv")
     max_chunk_tokens: int = Field(512, ge=1, description="longer chunks are split (exactly) into pieces")
     max_batch_tokens: int = Field(8192, ge=1, description="padded tokens per forward pass")
+    max_batch_rows: int = Field(64, ge=1, description="streams per forward pass")
     sink_tokens: list[int] | None = Field(None, description="default: the model's BOS (or EOS) token")
     preamble: bool = Field(True, description="prime the sink prefix with the model's pattern preamble")
 
-    def engine_config(self):
-        """The ``logstream.cache.EngineConfig`` these settings describe."""
+    def engine_config(self, disk_dir: Path | None = None):
+        """The ``logstream.cache.EngineConfig`` these settings describe (``disk_dir``: where the disk tier
+        goes when ``cache.disk_dir`` is not set)."""
         from .cache import EngineConfig  # imports torch: only when an engine is built
 
-        return EngineConfig(window=self.window_tokens, slots=self.slots, pool_bytes=self.pool_bytes,
-                            host_bytes=self.host_bytes, max_chunk_tokens=self.max_chunk_tokens,
-                            max_batch_tokens=self.max_batch_tokens)
+        disk = self.disk_dir or disk_dir
+        if self.disk_bytes and disk is None:
+            raise ValueError("cache.disk_bytes needs cache.disk_dir (LOGSTREAM_CACHE__DISK_DIR)")
+        return EngineConfig(window=self.window_tokens, slots=self.slots,
+                            pool_bytes=None if self.slots is not None else self.pool_bytes,
+                            host_bytes="auto" if self.host_bytes is None else self.host_bytes,
+                            max_chunk_tokens=self.max_chunk_tokens, max_batch_tokens=self.max_batch_tokens,
+                            page_tokens=self.page_tokens, kv_dtype=self.kv_dtype, shrink_to=self.shrink_to,
+                            disk_dir=str(disk) if disk and self.disk_bytes else None, disk_bytes=self.disk_bytes,
+                            max_batch_rows=self.max_batch_rows)
 
-    @model_validator(mode="after")
-    def _one_size(self):
-        if self.slots is not None and self.pool_bytes is not None:
-            raise ValueError("set cache.slots or cache.pool_bytes, not both")
-        return self
 
 
 # Words that say a line reports a problem, whatever level its program gave it (nginx logs a refused

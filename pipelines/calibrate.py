@@ -7,11 +7,12 @@ threshold: a stream that has just started has less context, so its normal lines 
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from logstream.cache import EngineConfig
+from logstream.config import Settings
 from logstream.canonical import Canonicalizer, Pin
 from logstream.scoring.calibration import calibrate_tail_threshold, calibrate_threshold
 from logstream.scoring.card import Calibration
@@ -48,7 +49,9 @@ def calibrate(model_dir: str | Path, held_out: Corpus, target_false_alert_rate: 
               progress: bool = True, pins: tuple[Pin, ...] = ()) -> Calibration:
     if held_out.n_lines == 0:
         raise ValueError("no held-out normal lines to calibrate thresholds on")
-    scorer = load_scorer(model_dir, device="cpu", dtype="float32", engine_config=EngineConfig(window=window),
+    # the service's cache (its storage dtype: the thresholds are set on the scores the worker computes)
+    engine_config = dataclasses.replace(Settings().cache.engine_config(), window=window)
+    scorer = load_scorer(model_dir, device="cpu", dtype="float32", engine_config=engine_config,
                          aggregate_name=aggregate, canonicalizer=Canonicalizer(pins))
     warm, cold = [], []
     ends: dict[str, float] = {}

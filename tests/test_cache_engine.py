@@ -144,10 +144,12 @@ def test_same_stream_twice_in_one_call_is_taken_in_order():
         assert torch.allclose(x.logprobs, y.logprobs, atol=1e-5)
 
 
-def test_pool_memory_is_fixed_for_a_long_stream():
+@pytest.mark.parametrize("layout", ["slots", "paged"])
+def test_pool_memory_is_fixed_for_a_long_stream(layout):
     _, ours = tiny_pair("llama-gqa", layers=2)
     L = 16
-    engine = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=3, rebase_interval=40))
+    engine = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=3, rebase_interval=40, layout=layout,
+                                                      page_tokens=4))
     engine.score([Chunk("s", [5])])
 
     def snapshot():
@@ -159,7 +161,8 @@ def test_pool_memory_is_fixed_for_a_long_stream():
         engine.score([Chunk("s", [rng.randrange(3, 101) for _ in range(rng.randint(1, 7))])])
     assert snapshot() == before
     assert engine.pool.nbytes() == sum(b[2] for b in before)
-    assert engine.stats().slots_in_use == 1
+    # one slot; or the pages of one window (L / 4 of them, and one the window straddles)
+    assert engine.stats().slots_in_use == (1 if layout == "slots" else L // 4 + 1)
 
 
 def test_evicted_stream_returns_bit_exactly():
@@ -167,8 +170,8 @@ def test_evicted_stream_returns_bit_exactly():
     _, ours = tiny_pair("mistral-gqa", layers=2)
     L = 8
     streams = {s: random_lines(5 * L, seed=20 + i) for i, s in enumerate("abc")}
-    tight = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=1))
-    roomy = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=3))
+    tight = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=1, layout="slots"))
+    roomy = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=3, layout="slots"))
     for step in range(max(len(v) for v in streams.values())):
         for s, lines in streams.items():
             if step < len(lines):
@@ -200,8 +203,8 @@ def test_a_short_stream_offloads_only_its_tokens_and_returns_exactly_into_a_used
     and must stay masked out."""
     _, ours = tiny_pair("llama-gqa", layers=2)
     L = 16
-    tight = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=1))
-    roomy = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=4))
+    tight = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=1, layout="slots"))
+    roomy = StreamingEngine(ours, SINK, EngineConfig(window=L, slots=4, layout="slots"))
     long_lines = random_lines(6 * L, seed=41)
     short_lines = random_lines(8, seed=42)
     per_token = 2 * 2 * ours.args.n_kv_heads * ours.args.head_dim * 4  # keys + values, 2 layers, float32
@@ -223,7 +226,7 @@ def test_a_short_stream_offloads_only_its_tokens_and_returns_exactly_into_a_used
 
 def test_host_budget_forgets_least_recently_used_streams():
     _, ours = tiny_pair("llama-gqa", layers=2)
-    engine = StreamingEngine(ours, SINK, EngineConfig(window=8, slots=1, host_bytes=1))
+    engine = StreamingEngine(ours, SINK, EngineConfig(window=8, slots=1, host_bytes=1, layout="slots"))
     for s in "abcd":
         engine.score([Chunk(s, [5, 6, 7])])
     stats = engine.stats()
@@ -247,10 +250,15 @@ def test_more_streams_than_slots_in_one_call():
 def test_pool_size_in_bytes_and_model_window_check():
     _, ours = tiny_pair("llama-gqa", layers=2)
     per_slot = 2 * 2 * 2 * 8 * 16 * 4 + 64 * 4  # K and V, 2 layers, 2 kv heads, L=8, head_dim 16; + hidden
-    engine = StreamingEngine(ours, SINK, EngineConfig(window=8, pool_bytes=3 * per_slot + 5))
+    engine = StreamingEngine(ours, SINK, EngineConfig(window=8, pool_bytes=3 * per_slot + 5, layout="slots"))
     assert engine.pool.slots == 3
     with pytest.raises(ValueError, match="holds no window"):
-        StreamingEngine(ours, SINK, EngineConfig(window=8, pool_bytes=per_slot - 1))
+        StreamingEngine(ours, SINK, EngineConfig(window=8, pool_bytes=per_slot - 1, layout="slots"))
+    per_page = 2 * 2 * 2 * 4 * 16 * 4  # K and V, 2 layers, 4 tokens a page, 2 kv heads, head_dim 16
+    paged = StreamingEngine(ours, SINK, EngineConfig(window=8, pool_bytes=5 * per_page + 7, page_tokens=4))
+    assert paged.pool.capacity == 5
+    with pytest.raises(ValueError, match="raise cache.pool_bytes"):  # a window of 8 and a piece of 8: 5 pages of 4
+        StreamingEngine(ours, SINK, EngineConfig(window=8, pool_bytes=5 * per_page - 1, page_tokens=4))
     with pytest.raises(ValueError, match="sliding_window"):
         StreamingEngine(ours, SINK, EngineConfig(window=8), model_window=10)
 

@@ -50,13 +50,13 @@ def alert_labels(alert: Alert, options: FormatOptions = FormatOptions()) -> dict
 
 def alert_annotations(alert: Alert) -> dict[str, str]:
     summary = alert.explanation.summary or (
-        f"unexpected log line in {alert.stream} (score {alert.score:.2f} > threshold {alert.threshold:.2f})")
+        f"unexpected log line in {alert.stream} ({alert.score_text()})")
     notes: dict[str, object] = {
         "summary": summary,
         "description": alert.line,
         "alert_id": alert.alert_id,
         "score": f"{alert.score:.4f}",
-        "threshold": f"{alert.threshold:.4f}",
+        "threshold": None if alert.threshold is None else f"{alert.threshold:.4f}",
         "threshold_how": alert.threshold_how,
         "count": alert.count,
         "first_seen": rfc3339(alert.first_seen),

@@ -68,7 +68,8 @@ class Alert(BaseModel):
     time: datetime = Field(..., description="time of the (first) anomalous entry, UTC")
     line: str
     score: float
-    threshold: float
+    threshold: float | None = Field(..., description="the score threshold in force; None where there was none "
+                                    "yet (a rule's alert in a source's first lines)")
     threshold_how: str | None = Field(None, description="why it alerted, how the threshold in force was set: "
                                       "'template' (the template's own recent normal scores), 'new template' (the "
                                       "source's recent new templates), 'rare level', 'unseen problem' (a problem "
@@ -111,6 +112,15 @@ class Alert(BaseModel):
     def fingerprint(self) -> str:
         """The group's id within its stream (low cardinality: usable as a label)."""
         return anomaly_fingerprint(self.template, self.line)
+
+    def score_text(self) -> str:
+        """'score 8.20 > 4.48' for an alert over its score threshold; a rule's alert (a rare level, an
+        unseen problem) fires whatever the score, so there the threshold is only reported."""
+        if self.threshold is None:
+            return f"score {self.score:.2f}, no score threshold yet"
+        if self.score > self.threshold:
+            return f"score {self.score:.2f} > {self.threshold:.2f}"
+        return f"score {self.score:.2f} (threshold {self.threshold:.2f})"
 
     @property
     def group_key(self) -> tuple[str, str]:

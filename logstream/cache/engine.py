@@ -19,7 +19,9 @@ from torch import Tensor
 
 from ..model.llama import Transformer, apply_rope
 from .attention import BatchPlan, StreamingAttention
-from .pool import PoolStats, SlotPool, StreamState
+from .paged_attention import PagedAttention
+from .pages import PagedPool, PagedStream, PoolStats
+from .pool import SlotPool, StreamState
 from .sink import SinkPrefix, prime_sink_prefix
 
 
@@ -38,23 +40,37 @@ class ChunkScores:
     logprobs: Tensor  # [n] float32: log p(token | context)
     entropy: Tensor  # [n] float32: entropy (nats) of the prediction each token was drawn against
     next_logprobs: Tensor | None = None  # [n, vocab]: the distribution after each token (on request)
+    restarted: bool = False  # the stream's history had been forgotten for lack of memory: a cold window
 
 
 @dataclass(frozen=True)
 class EngineConfig:
     window: int = 2048  # L: tokens of each stream's own history every token sees
-    slots: int | None = None  # streams resident at once; or give pool_bytes
-    pool_bytes: int | None = None
-    host_bytes: int | None = None  # budget for offloaded windows; None = unbounded
+    slots: int | None = None  # the pool holds this many full windows (slots layout: streams resident at once)
+    pool_bytes: int | None = None  # or this many bytes of keys and values; neither: 64 full windows
+    host_bytes: int | str | None = None  # windows moved to host memory: None = unbounded, 0 = no host tier,
+    # "auto": 2 GiB off a GPU, none on a CPU (where the pool is host memory already)
     max_chunk_tokens: int = 512  # longer chunks are split (exactly) into pieces of this size
     max_batch_tokens: int = 8192  # padded tokens per forward pass (bounds the score tensors' memory)
     rebase_interval: int = 1 << 16  # keep RoPE positions below this (plus L and one chunk)
+    layout: str = "paged"  # "paged": pages of page_tokens (PagedPool); "slots": one L-token slot per stream
+    page_tokens: int = 32
+    kv_dtype: torch.dtype | str | None = None  # how keys and values are stored: None: the model's dtype;
+    # "auto": bfloat16 for a float32 model; or a dtype or its name
+    max_batch_rows: int = 64  # streams per forward pass (paged layout; the slots layout: at most `slots`)
+    shrink_to: int | None = None  # under memory pressure cold windows keep their last this many tokens
+    disk_dir: str | None = None  # a disk tier for windows, under this directory
+    disk_bytes: int = 0
 
     def __post_init__(self):
         if self.window < 1:
             raise ValueError("window must be at least 1 token")
         if self.rebase_interval < 1 or self.max_chunk_tokens < 1:
             raise ValueError("rebase_interval and max_chunk_tokens must be positive")
+        if self.layout not in ("paged", "slots"):
+            raise ValueError(f"layout must be 'paged' or 'slots', not {self.layout!r}")
+        if self.page_tokens < 1 or self.max_batch_rows < 1:
+            raise ValueError("page_tokens and max_batch_rows must be positive")
 
 
 class StreamingEngine:
@@ -70,7 +86,13 @@ class StreamingEngine:
         param = model.embed_tokens.weight
         self.device, self.dtype = param.device, param.dtype
         self.sink: SinkPrefix = prime_sink_prefix(model, list(sink_tokens))
-        a = model.args
+        self.paged = config.layout == "paged"
+        # pieces no longer than the window: a pass then needs at most a window and a piece of pages
+        self.piece_tokens = min(config.max_chunk_tokens, config.window)
+        self.pool = self._paged_pool() if self.paged else self._slot_pool()
+
+    def _slot_pool(self) -> SlotPool:
+        a, config = self.model.args, self.config
         per_slot = SlotPool.bytes_per_slot(a.n_layers, a.n_kv_heads, a.head_dim, a.dim, config.window, self.dtype)
         if config.slots is not None:
             slots = config.slots
@@ -80,8 +102,37 @@ class StreamingEngine:
                 raise ValueError(f"pool_bytes={config.pool_bytes} holds no window; one needs {per_slot} bytes")
         else:
             slots = 64
-        self.pool = SlotPool(a.n_layers, a.n_kv_heads, a.head_dim, a.dim, config.window, slots,
-                             self.device, self.dtype, config.host_bytes)
+        return SlotPool(a.n_layers, a.n_kv_heads, a.head_dim, a.dim, config.window, slots,
+                        self.device, self.dtype, self._host_bytes())
+
+    def _host_bytes(self) -> int | None:
+        if self.config.host_bytes == "auto":
+            return 2 << 30 if self.device.type == "cuda" else 0
+        return self.config.host_bytes
+
+    def _paged_pool(self) -> PagedPool:
+        a, config = self.model.args, self.config
+        kv_dtype = config.kv_dtype or self.dtype
+        if kv_dtype == "auto":
+            kv_dtype = torch.bfloat16 if self.dtype == torch.float32 else self.dtype
+        elif isinstance(kv_dtype, str):
+            kv_dtype = getattr(torch, kv_dtype)
+        host_bytes = self._host_bytes()
+        P = config.page_tokens
+        per_page = PagedPool.bytes_per_page(a.n_layers, a.n_kv_heads, a.head_dim, P, kv_dtype)
+        window_pages = -(-config.window // P) + 1  # a window straddles at most one more page
+        one_pass = (config.window + self.piece_tokens - 1) // P + 2  # a window and a piece, straddling
+        if config.pool_bytes is not None:
+            pages = config.pool_bytes // per_page
+        else:
+            pages = (config.slots or 64) * window_pages
+        if pages < one_pass:
+            raise ValueError(f"the pool holds {pages} pages of {per_page} bytes, less than the {one_pass} one "
+                             f"stream's pass may need (a window and a piece of cache.max_chunk_tokens): "
+                             f"raise cache.pool_bytes")
+        return PagedPool(a.n_layers, a.n_kv_heads, a.head_dim, a.dim, config.window, P, pages, self.device,
+                         kv_dtype, host_bytes=host_bytes, disk_dir=config.disk_dir,
+                         disk_bytes=config.disk_bytes, shrink_to=config.shrink_to)
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -102,8 +153,13 @@ class StreamingEngine:
         """[vocab] log p(next token | the stream so far): what the model expects after the stream's
         last token (for a new stream, its first token). Reads the stream's last hidden state; adds
         nothing to the stream."""
-        state = self.pool.acquire([stream_id], self.sink.last_hidden)[0]
-        return torch.log_softmax(self.model.logits(self.pool.last_hidden[state.slot]), dim=-1).float().cpu()
+        if self.paged:
+            state = self.pool.streams.get(stream_id)
+            hidden = state.last_hidden if state is not None and state.last_hidden is not None else self.sink.last_hidden
+        else:
+            state = self.pool.acquire([stream_id], self.sink.last_hidden)[0]
+            hidden = self.pool.last_hidden[state.slot]
+        return torch.log_softmax(self.model.logits(hidden), dim=-1).float().cpu()
 
     def stats(self) -> PoolStats:
         return self.pool.stats()
@@ -114,7 +170,7 @@ class StreamingEngine:
         pieces: list[list[tuple[int, Chunk]]] = [[] for _ in chunks]
         for index, chunk in enumerate(chunks):
             tokens = list(chunk.tokens)
-            step = self.config.max_chunk_tokens
+            step = self.piece_tokens
             for at in range(0, len(tokens), step):
                 pieces[index].append((index, Chunk(chunk.stream_id, tokens[at:at + step])))
         results: list[list[ChunkScores]] = [[] for _ in chunks]
@@ -136,53 +192,73 @@ class StreamingEngine:
         groups: list[list[tuple[int, Chunk]]] = []
         bucket_of: list[int] = []
         streams_in: list[set[str]] = []
+        pages_in: list[int] = []  # paged layout: pool pages the pass's streams hold at most
         last_group_of: dict[str, int] = {}
+        earlier: dict[str, int] = {}  # tokens of a stream's pieces already placed
+        max_rows = self.config.max_batch_rows if self.paged else self.pool.slots
 
-        def fits(g: int, n: int) -> bool:
+        def pages(sid: str, n: int) -> int:
+            if not self.paged:
+                return 0
+            bound = (self.window + n) // self.pool.page_tokens + 2
+            return min(self.pool.pages_for(sid, earlier.get(sid, 0) + n), bound)
+
+        def fits(g: int, sid: str, n: int) -> bool:
             rows = len(groups[g]) + 1
             longest = max([n] + [len(c.tokens) for _, c in groups[g]])
-            return (bucket_of[g] == _bucket(n) and rows <= self.pool.slots
-                    and rows * longest <= self.config.max_batch_tokens)
+            return (bucket_of[g] == _bucket(n) and rows <= max_rows and rows * longest <= self.config.max_batch_tokens
+                    and (not self.paged or pages_in[g] + pages(sid, n) <= self.pool.capacity))
 
         for piece in pieces:
             sid, n = piece[1].stream_id, len(piece[1].tokens)
             g = last_group_of.get(sid, -1) + 1
-            while g < len(groups) and (sid in streams_in[g] or not fits(g, n)):
+            while g < len(groups) and (sid in streams_in[g] or not fits(g, sid, n)):
                 g += 1
             if g == len(groups):
                 groups.append([])
                 bucket_of.append(_bucket(n))
                 streams_in.append(set())
+                pages_in.append(0)
             groups[g].append(piece)
             streams_in[g].add(sid)
+            pages_in[g] += pages(sid, n)
             last_group_of[sid] = g
+            earlier[sid] = earlier.get(sid, 0) + n
         return groups
 
     def _forward(self, chunks: list[Chunk], return_distributions: bool) -> list[ChunkScores]:
-        states = self.pool.acquire([c.stream_id for c in chunks], self.sink.last_hidden)
+        device = self.device
+        lengths = [len(c.tokens) for c in chunks]
+        if self.paged:
+            states = self.pool.acquire([c.stream_id for c in chunks], lengths)
+        else:
+            states = self.pool.acquire([c.stream_id for c in chunks], self.sink.last_hidden)
         for chunk, state in zip(chunks, states):
             if state.length + len(chunk.tokens) - state.base > self.config.rebase_interval:
                 self._rebase(state)
-        device = self.device
-        lengths = [len(c.tokens) for c in chunks]
         T = max(lengths)
         tokens = torch.zeros(len(chunks), T, dtype=torch.long, device=device)
         for row, chunk in enumerate(chunks):
             tokens[row, : lengths[row]] = torch.as_tensor(list(chunk.tokens), dtype=torch.long)
-        plan = BatchPlan(
-            slots=torch.tensor([s.slot for s in states], device=device),
-            starts=torch.tensor([s.length for s in states], device=device),
-            lengths=torch.tensor(lengths, device=device),
-            bases=torch.tensor([s.base for s in states], device=device),
-            window=self.window,
-            sink_length=self.sink.length,
-        )
-        attention = StreamingAttention(plan, self.pool, self.sink, self.model.rotary, self.dtype)
+        if self.paged:
+            attention = PagedAttention(states, lengths, self.pool, self.sink, self.model.rotary, self.dtype)
+            last = torch.stack([self.sink.last_hidden if s.last_hidden is None else s.last_hidden for s in states])
+        else:
+            plan = BatchPlan(
+                slots=torch.tensor([s.slot for s in states], device=device),
+                starts=torch.tensor([s.length for s in states], device=device),
+                lengths=torch.tensor(lengths, device=device),
+                bases=torch.tensor([s.base for s in states], device=device),
+                window=self.window,
+                sink_length=self.sink.length,
+            )
+            attention = StreamingAttention(plan, self.pool, self.sink, self.model.rotary, self.dtype)
+            last = self.pool.last_hidden[plan.slots]
         hidden = self.model.hidden_states(tokens, attention)  # [B, T, dim]
 
         # Token i is predicted by the hidden state before it: the stream's last one for i = 0.
         # Only real (unpadded) tokens go through the output layer: it is the largest matmul.
-        predictors = torch.cat((self.pool.last_hidden[plan.slots][:, None], hidden[:, :-1]), dim=1)
+        predictors = torch.cat((last[:, None], hidden[:, :-1]), dim=1)
         real = attention.valid  # [B, T]
         logits = self.model.logits(predictors[real])  # [N, V] float32
         # log p(token) = logit - lse; entropy H = -sum p log p = lse - sum p * logit; one exp pass.
@@ -198,20 +274,29 @@ class StreamingEngine:
         offsets = [0]
         for n in lengths:
             offsets.append(offsets[-1] + n)
+        final = hidden[torch.arange(len(chunks), device=device), torch.tensor(lengths, device=device) - 1]
+        if self.paged:
+            final = final.clone()  # one small tensor the streams' rows point into, not the whole pass
+        logprobs_cpu, entropy_cpu = token_logprobs.float().cpu(), entropy.float().cpu()
         for row, (chunk, state) in enumerate(zip(chunks, states)):
-            n, first, last = lengths[row], offsets[row], offsets[row + 1]
-            self.pool.last_hidden[state.slot].copy_(hidden[row, n - 1])
+            n, first, end = lengths[row], offsets[row], offsets[row + 1]
             out.append(ChunkScores(
                 stream_id=chunk.stream_id,
                 start=state.length,
-                logprobs=token_logprobs[first:last].float().cpu(),
-                entropy=entropy[first:last].float().cpu(),
-                next_logprobs=next_all[first:last].cpu() if next_all is not None else None,
+                logprobs=logprobs_cpu[first:end],
+                entropy=entropy_cpu[first:end],
+                next_logprobs=next_all[first:end].cpu() if next_all is not None else None,
+                restarted=self.paged and state.forgotten,
             ))
-            state.length += n
+            if self.paged:
+                state.last_hidden = final[row]
+                self.pool.commit(state, n)
+            else:
+                self.pool.last_hidden[state.slot].copy_(final[row])
+                state.length += n
         return out
 
-    def _rebase(self, state: StreamState) -> None:
+    def _rebase(self, state: StreamState | PagedStream) -> None:
         """Move a stream's RoPE origin up to its current token so positions stay small.
 
         Rotating every stored key back by the shift keeps all query-key distances unchanged. It
@@ -219,8 +304,13 @@ class StreamingEngine:
         """
         shift = state.length - state.base
         cos, sin = self.model.rotary.cos_sin(torch.tensor([-shift], device=self.device), self.dtype)
-        keys = self.pool.keys[:, state.slot]  # [layers, Hkv, L, hd] view
-        keys.copy_(apply_rope(keys, cos[0], sin[0]))
+        if self.paged:
+            index = torch.tensor(state.pages, device=self.device, dtype=torch.long)
+            keys = self.pool.keys.index_select(1, index).to(self.dtype)  # [layers, n, P, Hkv, hd]
+            self.pool.keys.index_copy_(1, index, apply_rope(keys, cos[0], sin[0]).to(self.pool.keys.dtype))
+        else:
+            keys = self.pool.keys[:, state.slot]  # [layers, Hkv, L, hd] view
+            keys.copy_(apply_rope(keys, cos[0], sin[0]))
         state.base = state.length
 
     def _join(self, chunk: Chunk, parts: list[ChunkScores], with_dist: bool) -> ChunkScores:

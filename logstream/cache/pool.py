@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from .pages import PoolStats
+
 
 @dataclass
 class StreamState:
@@ -36,19 +38,6 @@ class HostWindow:
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in (self.keys, self.values, self.last_hidden))
-
-
-@dataclass
-class PoolStats:
-    slots: int
-    slots_in_use: int
-    streams_resident: int
-    streams_on_host: int
-    device_bytes: int
-    host_bytes: int
-    offloads: int = 0
-    restores: int = 0
-    forgotten: int = 0  # streams dropped because the host budget was full
 
 
 @dataclass

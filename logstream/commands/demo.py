@@ -253,7 +253,8 @@ def compact_alert(alert, injected: bool) -> str:
     """One line per alert: whether it names an injected line, where, how far over which threshold, the line."""
     mark = "INJECTED " if injected else "false    "
     how = f" {alert.threshold_how}" if alert.threshold_how else ""
-    return (f"{mark}{alert.time:%H:%M:%S} {alert.stream:<12} {alert.score:5.2f} > {alert.threshold:5.2f}{how:<15} "
+    threshold = "  -  " if alert.threshold is None else f"{alert.threshold:5.2f}"
+    return (f"{mark}{alert.time:%H:%M:%S} {alert.stream:<12} {alert.score:5.2f} > {threshold}{how:<15} "
             f"{alert.line[:110]}")
 
 

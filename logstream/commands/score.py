@@ -128,7 +128,9 @@ def run(args, settings) -> int:
             total += 1
             flagged += scored.is_anomaly
             if args.top and scored.is_anomaly:
-                top.append((scored.score - scored.threshold, show(stream, line, where, scored)))
+                # most surprising first: by the margin over the threshold in force (the score where none)
+                margin = scored.score - (scored.threshold if scored.threshold is not None else 0.0)
+                top.append((margin, show(stream, line, where, scored)))
             elif not args.top and (args.all or scored.is_anomaly):
                 print(show(stream, line, where, scored))
         if adaptation is not None:

@@ -25,12 +25,12 @@ import hashlib
 import json
 import logging
 import os
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..cache import EngineConfig
 from ..canonical import Canonicalizer
 from ..config import Settings
 from ..scoring.aggregate import AGGREGATES
@@ -100,7 +100,8 @@ class SplitModel:
         return self._ends[(mode, id(entries))]
 
     def scorer(self, mode: str) -> LineScorer:
-        config = EngineConfig(window=self.window, slots=64)
+        # the service's cache (its storage dtype and pool), with the spec's window: scores as the worker's
+        config = dataclasses.replace(Settings().cache.engine_config(), window=self.window)
         scorer = load_scorer(self.model_dir, device="cpu", dtype="float32", engine_config=config,
                              canonicalizer=Canonicalizer(self.pins))
         if mode == "window-no-sink":

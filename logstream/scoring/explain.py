@@ -81,7 +81,12 @@ class Explainer:
         template, similarity = self.index.nearest(scored.masked)
         named = ", ".join(f"{w.text!r} {w.share:.0%}" for w in surprising[:3])
         context = "warm stream" if scored.warm else "stream still warming up"
-        against = f"over threshold {scored.threshold:.2f}" if scored.threshold is not None else "uncalibrated"
+        if scored.threshold is None:
+            against = "no score threshold yet"
+        elif scored.score > scored.threshold:
+            against = f"over threshold {scored.threshold:.2f}"
+        else:
+            against = f"under threshold {scored.threshold:.2f}, a rule fired"
         if scored.verdict is not None and scored.verdict.note:
             against += f" [{scored.verdict.note}]"
         summary = f"score {scored.score:.2f} {against} ({context}); most surprising: {named}"

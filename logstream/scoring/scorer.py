@@ -150,7 +150,8 @@ class LineScorer:
                 logprobs, entropy = result.logprobs[offset:offset + len(ids)], result.entropy[offset:offset + len(ids)]
                 position = result.start + offset
                 offset += len(ids)
-                warm = position >= warmup_tokens
+                # a stream whose window was forgotten for lack of memory starts cold, whatever its position
+                warm = position >= warmup_tokens and not result.restarted
                 aggregates = all_aggregates(logprobs, entropy)  # the evaluation reads every one
                 out[index] = LineScore(
                     stream=stream, masked=masked, token_ids=ids, logprobs=logprobs, entropy=entropy,

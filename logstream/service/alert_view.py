@@ -17,7 +17,7 @@ def format_alert(alert: Alert, update: bool = False) -> str:
                 f"(last seen {alert.last_seen:%H:%M:%S}Z){position}\n  {alert.line}")
     count = f"  x{alert.count}" if alert.count > 1 else ""
     how = f" ({alert.threshold_how})" if alert.threshold_how else ""
-    score = f"score {alert.score:.2f} > {alert.threshold:.2f}{how}"
+    score = f"{alert.score_text()}{how}"
     lines = [f"! {_time(alert)}  {alert.stream}  {score}{count}{position}", f"  {alert.line}"]
     if alert.explanation.summary:
         lines.append(f"  {alert.explanation.summary}")

@@ -41,20 +41,25 @@ SINK_QUEUE = Gauge("logstream_sink_queue_entries", "alerts waiting for delivery,
                    registry=REGISTRY)
 DEAD_LETTERS = Counter("logstream_dead_letters_total", "records sent to the dead-letter topic, by reason kind",
                        ["kind"], registry=REGISTRY)
-CACHE_SLOTS_IN_USE = Gauge("logstream_cache_slots_in_use", "pool slots holding a stream window",
+CACHE_SLOTS_IN_USE = Gauge("logstream_cache_slots_in_use", "pool pages holding stream windows' tokens",
                            registry=REGISTRY)
-CACHE_SLOTS = Gauge("logstream_cache_slots", "pool slots in all", registry=REGISTRY)
-CACHE_DEVICE_BYTES = Gauge("logstream_cache_device_bytes", "bytes of the resident window pool",
+CACHE_SLOTS = Gauge("logstream_cache_slots", "pool pages in all (cache.pool_bytes / page size)", registry=REGISTRY)
+CACHE_DEVICE_BYTES = Gauge("logstream_cache_device_bytes", "bytes of the pool's pages in use",
                            registry=REGISTRY)
-CACHE_HOST_BYTES = Gauge("logstream_cache_host_bytes", "bytes of windows offloaded to host memory",
+CACHE_HOST_BYTES = Gauge("logstream_cache_host_bytes", "bytes of windows moved to the host tier",
                          registry=REGISTRY)
 CACHE_STREAMS = Gauge("logstream_cache_streams", "streams known to the engine", registry=REGISTRY)
-CACHE_OFFLOADS = Counter("logstream_cache_offloads_total", "stream windows moved out of the resident pool to host "
-                         "memory (the pool was full)", registry=REGISTRY)
-CACHE_RESTORES = Counter("logstream_cache_restores_total", "stream windows brought back from host memory",
-                         registry=REGISTRY)
-CACHE_FORGOTTEN = Counter("logstream_cache_forgotten_total", "stream windows dropped because the host budget "
-                          "was full (their next lines are scored cold)", registry=REGISTRY)
+CACHE_STREAMS_BY_TIER = Gauge("logstream_cache_tier_streams", "stream windows by where they are: pool (resident), "
+                              "host, disk", ["tier"], registry=REGISTRY)
+CACHE_DISK_BYTES = Gauge("logstream_cache_disk_bytes", "bytes of windows on the disk tier", registry=REGISTRY)
+CACHE_SHRUNK = Counter("logstream_cache_shrunk_total", "cold windows shrunk to cache.shrink_to tokens to make room",
+                       registry=REGISTRY)
+CACHE_OFFLOADS = Counter("logstream_cache_offloads_total", "stream windows moved out of the pool to the host or "
+                         "disk tier (the pool was full)", registry=REGISTRY)
+CACHE_RESTORES = Counter("logstream_cache_restores_total", "stream windows brought back into the pool from the host "
+                         "or disk tier", registry=REGISTRY)
+CACHE_FORGOTTEN = Counter("logstream_cache_forgotten_total", "stream windows dropped because every memory tier was "
+                          "full (their next lines are scored cold, warm=false)", registry=REGISTRY)
 CONSUMER_LAG = Gauge("logstream_consumer_lag_messages", "input messages not yet consumed, summed over partitions",
                      registry=REGISTRY)
 # The tailer runs as its own process (often on other machines): its metrics are served by its own

@@ -22,8 +22,9 @@ from ..alerts import Alert, Explanation
 from ..alerts.model import SurprisingToken
 from ..scoring.sessions import UNUSUAL_LINE
 from ..config import Settings
-from .metrics import (ANOMALIES, BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_FORGOTTEN, CACHE_HOST_BYTES, CACHE_OFFLOADS,
-                      CACHE_RESTORES, CACHE_SLOTS, CACHE_SLOTS_IN_USE, CACHE_STREAMS, ENTRIES_BY_FORMAT, ENTRIES_SCORED,
+from .metrics import (ANOMALIES, BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_DISK_BYTES, CACHE_FORGOTTEN, CACHE_HOST_BYTES,
+                      CACHE_OFFLOADS, CACHE_RESTORES, CACHE_SHRUNK, CACHE_SLOTS, CACHE_SLOTS_IN_USE, CACHE_STREAMS,
+                      CACHE_STREAMS_BY_TIER, ENTRIES_BY_FORMAT, ENTRIES_SCORED,
                       INGEST_TO_SCORE, MODEL_INFO, MODEL_SWAPS, SCORES, SCORING_LATENCY, SESSIONS_ENDED, THRESHOLDS,
                       TOKENS_SCORED)
 from .records import ScoreRecord
@@ -94,7 +95,7 @@ class ModelWorker:
         if not model.path.is_dir():
             raise FileNotFoundError(f"model directory {model.path} does not exist: set model.path "
                                     "(LOGSTREAM_MODEL__PATH) to a checkpoint made by `logstream train`")
-        engine_config = cache.engine_config()
+        engine_config = cache.engine_config(disk_dir=self.settings.data_dir() / "kv")
         started = time.monotonic()
         self.served = self.store.current_version()
         self.scorer = load_scorer(self.store.current(), device=model.device, dtype=model.dtype,
@@ -276,11 +277,15 @@ class ModelWorker:
     def _update_cache_gauges(self) -> None:
         stats = self.scorer.engine.stats()
         # the pool counts since it was made (a swap makes a new one): the counters grow by the difference
-        last = self._pool_counts if self._pool_counts is not None else (0, 0, 0)
-        counts = (stats.offloads, stats.restores, stats.forgotten)
+        last = self._pool_counts if self._pool_counts is not None else (0, 0, 0, 0)
+        counts = (stats.offloads, stats.restores, stats.forgotten, stats.shrunk)
         if all(now >= before for now, before in zip(counts, last)):
-            for counter, now, before in zip((CACHE_OFFLOADS, CACHE_RESTORES, CACHE_FORGOTTEN), counts, last):
+            for counter, now, before in zip((CACHE_OFFLOADS, CACHE_RESTORES, CACHE_FORGOTTEN, CACHE_SHRUNK), counts, last):
                 counter.inc(now - before)
+            if stats.forgotten > last[2]:
+                log.warning("%d stream windows forgotten: every memory tier was full (a pool of %d pages; "
+                            "cache.pool_bytes, cache.host_bytes, cache.disk_bytes size the tiers): their next lines "
+                            "are scored cold (warm=false)", stats.forgotten - last[2], stats.slots)
         self._pool_counts = counts
         MODEL_INFO.clear()
         MODEL_INFO.labels(version=self.scorer.model_version).set(1)
@@ -288,7 +293,11 @@ class ModelWorker:
         CACHE_SLOTS_IN_USE.set(stats.slots_in_use)
         CACHE_DEVICE_BYTES.set(stats.device_bytes)
         CACHE_HOST_BYTES.set(stats.host_bytes)
-        CACHE_STREAMS.set(stats.streams_resident + stats.streams_on_host)
+        CACHE_DISK_BYTES.set(stats.disk_bytes)
+        CACHE_STREAMS.set(stats.streams_resident + stats.streams_on_host + stats.streams_on_disk)
+        for tier, streams in (("pool", stats.streams_resident), ("host", stats.streams_on_host),
+                              ("disk", stats.streams_on_disk)):
+            CACHE_STREAMS_BY_TIER.labels(tier=tier).set(streams)
 
     # -- from the event loop ------------------------------------------------------------------
 

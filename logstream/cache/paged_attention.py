@@ -1,0 +1,111 @@
+"""Sink + window attention over paged windows: the torch path for ``PagedPool``.
+
+The same semantics as ``attention.StreamingAttention`` (docs/streaming-semantics.md), with each
+stream's history read through its page table instead of a fixed slot, and fewer, larger operations:
+
+* this pass's keys and values are written into their pages *first*, so a row's visible history
+  and its new tokens are one contiguous run of stream tokens ``lo .. start + n - 1`` with
+  ``lo = max(first, start - L)``: its pages are gathered (one ``index_select`` per layer, rows
+  padded with the zero page) into ``[B, Hkv, W, hd]``, ``W`` = the longest row's pages x ``P``;
+  short streams cost what they hold, not ``L``;
+* gathered key ``j`` of a row is stream token ``p = lo_page * P + j``; query ``t`` sees it when
+  ``max(first, t - L) <= p <= t``: one mask for the window and causality, built once per pass;
+* the sink keys need the query rotated elsewhere (distance ``S + w - i``), so their scores are
+  computed apart, then concatenated with the window's: one softmax over ``[sink | window]``
+  (no log-sum-exp merge of blocks);
+* the query's distance to the sinks comes from ``w = min(t - first, L)``: a shrunk window is, to
+  the model, the window of a stream that only ever had its last ``L'`` tokens.
+
+Keys are stored rotated at stable positions (``p - base``) as in the slot pool; pages may be stored
+in a narrower dtype than the model's (bfloat16) and are widened when gathered.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ..model.llama import Rotary, apply_rope
+from .attention import _bias
+from .pages import PAD_PAGE, PagedPool, PagedStream
+from .sink import SinkPrefix
+
+
+class PagedAttention:
+    """The attention backend ``Transformer.hidden_states`` calls for every layer of one pass."""
+
+    def __init__(self, states: list[PagedStream], lengths: list[int], pool: PagedPool, sink: SinkPrefix,
+                 rotary: Rotary, dtype: torch.dtype):
+        self.pool, self.sink, self.dtype = pool, sink, dtype
+        device, P, L, S = pool.device, pool.page_tokens, pool.window, sink.length
+        B, T = len(states), max(lengths)
+        starts = [s.length for s in states]
+        firsts = [s.first for s in states]
+        los = [max(f, st - L) for f, st in zip(firsts, starts)]
+        tables = []
+        for state, lo, n in zip(states, los, lengths):  # pages of the tokens lo .. start + n - 1
+            begin = lo // P - state.page0
+            tables.append(state.pages[begin:(state.length + n - 1) // P - state.page0 + 1])
+        self.pages_per_row = max(len(t) for t in tables)
+        as_tensor = lambda values: torch.tensor(values, device=device, dtype=torch.long)  # noqa: E731
+        start_t, first_t, n_t = as_tensor(starts), as_tensor(firsts), as_tensor(lengths)
+        base_t = as_tensor([s.base for s in states])
+
+        i = torch.arange(T, device=device)
+        t = start_t[:, None] + i  # [B, T] stream index of every new token
+        self.valid = i[None, :] < n_t[:, None]
+        # the query rotated twice in one call: at t - base for the window, at S + w for the sinks
+        w = torch.clamp(t - first_t[:, None], max=L)
+        cos, sin = rotary.cos_sin(torch.stack((t - base_t[:, None], S + w), dim=1), dtype)  # [B, 2, T, hd]
+        self.cos_q, self.sin_q = cos[:, None], sin[:, None]  # [B, 1, 2, T, hd] against q [B, H, 1, T, hd]
+        self.cos_k, self.sin_k = cos[:, :1], sin[:, :1]  # [B, 1, T, hd]: the new keys' stable positions
+
+        self.table = as_tensor([t_ + [PAD_PAGE] * (self.pages_per_row - len(t_)) for t_ in tables]).flatten()
+        W = self.pages_per_row * P
+        lo_page_start = as_tensor([lo // P * P for lo in los])
+        p = lo_page_start[:, None] + torch.arange(W, device=device)  # [B, W] stream index of each key
+        oldest = torch.maximum(first_t[:, None], t - L)  # [B, T] the oldest token each query sees
+        visible = ((p[:, None, :] >= oldest[:, :, None]) & (p[:, None, :] <= t[:, :, None])
+                   & (p[:, None, :] < (start_t + n_t)[:, None, None]))
+        self.window_bias = _bias(visible, dtype)  # [B, 1, 1, T, W]
+
+        # Where the new keys go: page * P + offset in the flat pool, every real token of the pass.
+        rows, cols = self.valid.nonzero(as_tuple=True)
+        positions = t[rows, cols].tolist()
+        flat = [states[r].pages[q // P - states[r].page0] * P + q % P for r, q in zip(rows.tolist(), positions)]
+        self.write_rows, self.write_cols, self.write_flat = rows, cols, as_tensor(flat)
+
+    def _window(self, tensor: Tensor) -> Tensor:
+        """[B, Hkv, W, hd] of one layer's pages, widened to the model's dtype."""
+        pool = self.pool
+        gathered = tensor.index_select(0, self.table)  # [B * pages, P, Hkv, hd]
+        B = self.valid.shape[0]
+        gathered = gathered.view(B, self.pages_per_row * pool.page_tokens, pool.n_kv_heads, pool.head_dim)
+        return gathered.transpose(1, 2).to(self.dtype)
+
+    def __call__(self, layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        B, H, T, hd = q.shape
+        Hkv = k.shape[1]
+        keys, values = self.pool.keys[layer], self.pool.values[layer]
+        # this pass's keys and values into their pages first: read back with the history below
+        k_new = apply_rope(k, self.cos_k, self.sin_k)
+        keys.view(-1, Hkv, hd).index_copy_(0, self.write_flat, k_new[self.write_rows, :, self.write_cols].to(keys.dtype))
+        values.view(-1, Hkv, hd).index_copy_(0, self.write_flat, v[self.write_rows, :, self.write_cols].to(values.dtype))
+
+        # Grouped-query attention: the G = H / Hkv query heads sharing a KV head are laid out as
+        # G*T rows against that head's keys, so every product is a plain batched matmul.
+        rotated = apply_rope(q[:, :, None] * (1.0 / math.sqrt(hd)), self.cos_q, self.sin_q)  # [B, H, 2, T, hd]
+        q_win = rotated[:, :, 0].reshape(B, Hkv, -1, hd)
+        q_sink = rotated[:, :, 1].reshape(B, Hkv, -1, hd)
+        window_k, window_v = self._window(keys), self._window(values)
+        sink_k, sink_v = self.sink.keys[layer], self.sink.values[layer]
+        S = sink_k.shape[1]
+
+        window_scores = torch.matmul(q_win, window_k.transpose(-1, -2))  # [B, Hkv, G*T, W]
+        window_scores.unflatten(2, (-1, T)).add_(self.window_bias)  # one [T, W] mask serves every head
+        scores = torch.cat((torch.matmul(q_sink, sink_k.transpose(-1, -2)), window_scores), dim=-1)
+        weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # finite: sinks always seen
+        out = torch.matmul(weights[..., :S], sink_v) + torch.matmul(weights[..., S:], window_v)
+        return out.reshape(B, H, T, hd)
