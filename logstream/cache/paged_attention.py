@@ -59,8 +59,9 @@ class PagedAttention:
         # the query rotated twice in one call: at t - base for the window, at S + w for the sinks
         w = torch.clamp(t - first_t[:, None], max=L)
         cos, sin = rotary.cos_sin(torch.stack((t - base_t[:, None], S + w), dim=1), dtype)  # [B, 2, T, hd]
-        self.cos_q, self.sin_q = cos[:, None], sin[:, None]  # [B, 1, 2, T, hd] against q [B, H, 1, T, hd]
         self.cos_k, self.sin_k = cos[:, :1], sin[:, :1]  # [B, 1, T, hd]: the new keys' stable positions
+        scale = 1.0 / math.sqrt(pool.head_dim)  # the softmax scale, folded into the query's rotation
+        self.cos_q, self.sin_q = cos[:, None] * scale, sin[:, None] * scale  # [B, 1, 2, T, hd] vs q [B, H, 1, T, hd]
 
         self.table = as_tensor([t_ + [PAD_PAGE] * (self.pages_per_row - len(t_)) for t_ in tables]).flatten()
         W = self.pages_per_row * P
@@ -76,6 +77,7 @@ class PagedAttention:
         positions = t[rows, cols].tolist()
         flat = [states[r].pages[q // P - states[r].page0] * P + q % P for r, q in zip(rows.tolist(), positions)]
         self.write_rows, self.write_cols, self.write_flat = rows, cols, as_tensor(flat)
+        self.unpadded = min(lengths) == T  # every row full: the new tokens are taken as they lie
 
     def _window(self, tensor: Tensor) -> Tensor:
         """[B, Hkv, W, hd] of one layer's pages, widened to the model's dtype."""
@@ -91,12 +93,16 @@ class PagedAttention:
         keys, values = self.pool.keys[layer], self.pool.values[layer]
         # this pass's keys and values into their pages first: read back with the history below
         k_new = apply_rope(k, self.cos_k, self.sin_k)
-        keys.view(-1, Hkv, hd).index_copy_(0, self.write_flat, k_new[self.write_rows, :, self.write_cols].to(keys.dtype))
-        values.view(-1, Hkv, hd).index_copy_(0, self.write_flat, v[self.write_rows, :, self.write_cols].to(values.dtype))
+        if self.unpadded:
+            new_k, new_v = k_new.transpose(1, 2).reshape(-1, Hkv, hd), v.transpose(1, 2).reshape(-1, Hkv, hd)
+        else:
+            new_k, new_v = k_new[self.write_rows, :, self.write_cols], v[self.write_rows, :, self.write_cols]
+        keys.view(-1, Hkv, hd).index_copy_(0, self.write_flat, new_k.to(keys.dtype))
+        values.view(-1, Hkv, hd).index_copy_(0, self.write_flat, new_v.to(values.dtype))
 
         # Grouped-query attention: the G = H / Hkv query heads sharing a KV head are laid out as
         # G*T rows against that head's keys, so every product is a plain batched matmul.
-        rotated = apply_rope(q[:, :, None] * (1.0 / math.sqrt(hd)), self.cos_q, self.sin_q)  # [B, H, 2, T, hd]
+        rotated = apply_rope(q[:, :, None], self.cos_q, self.sin_q)  # [B, H, 2, T, hd], scaled
         q_win = rotated[:, :, 0].reshape(B, Hkv, -1, hd)
         q_sink = rotated[:, :, 1].reshape(B, Hkv, -1, hd)
         window_k, window_v = self._window(keys), self._window(values)
