@@ -290,7 +290,7 @@ class StreamingEngine:
             ))
             if self.paged:
                 state.last_hidden = final[row]
-                self.pool.commit(state, n)
+                self.pool.commit(chunk.stream_id, state, n)
             else:
                 self.pool.last_hidden[state.slot].copy_(final[row])
                 state.length += n

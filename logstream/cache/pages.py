@@ -156,6 +156,10 @@ class PagedPool:
             self.disk = DiskTier(disk_dir, disk_bytes // self.page_bytes,
                                  (n_layers, page_tokens, n_kv_heads, head_dim), dtype)
         self.streams: OrderedDict[str, PagedStream] = OrderedDict()  # least recently used first
+        # the streams of each tier, least recently used first, and the pool's windows longer than
+        # shrink_to: making room costs what it frees, not a walk over every stream (100,000 of them)
+        self._tier: dict[str, OrderedDict[str, None]] = {POOL: OrderedDict(), HOST: OrderedDict(), DISK: OrderedDict()}
+        self._shrinkable: OrderedDict[str, None] = OrderedDict()
         self._free = list(range(pages, 0, -1))  # pop() hands out page 1 first; 0 is the padding page
         self._host_bytes = 0
         self._forgotten_ids: OrderedDict[str, bool] = OrderedDict()  # to flag their next scores
@@ -188,9 +192,13 @@ class PagedPool:
             if state is None:
                 state = self.streams[sid] = PagedStream()
                 state.forgotten = self._forgotten_ids.pop(sid, False)
+                self._tier[POOL][sid] = None
             self.streams.move_to_end(sid)
+            self._tier[state.tier].move_to_end(sid)
+            if sid in self._shrinkable:
+                self._shrinkable.move_to_end(sid)
             if state.tier != POOL:
-                self._restore(state, wanted)
+                self._restore(sid, state, wanted)
             last = (state.length + n - 1) // self.page_tokens  # logical page of the last new token
             if not state.pages:
                 state.page0 = max(state.first, state.length - self.window) // self.page_tokens
@@ -200,11 +208,13 @@ class PagedPool:
             states.append(state)
         return states
 
-    def commit(self, state: PagedStream, added: int) -> None:
+    def commit(self, stream_id: str, state: PagedStream, added: int) -> None:
         """After a pass: the stream is ``added`` tokens longer; pages no future token can see are freed."""
         state.length += added
         state.forgotten = False
         self._keep_from(state, state.length - self.window)
+        if self.shrink_to is not None and state.length - state.first > self.shrink_to:
+            self._shrinkable[stream_id] = None
 
     # --- room ---------------------------------------------------------------------------------
 
@@ -220,19 +230,19 @@ class PagedPool:
 
     def _make_room(self, n: int, keep: set[str]) -> None:
         """Free pool pages until ``n`` are free: shrink, then move to the host or disk tier, then forget."""
-        if self.shrink_to is not None:
-            for sid, state in self.streams.items():
-                if len(self._free) >= n:
-                    return
-                if sid not in keep and state.tier == POOL and state.length - state.first > self.shrink_to:
-                    self._keep_from(state, state.length - self.shrink_to)
-                    self._counters["shrunk"] += 1
-        for sid in list(self.streams):
+        for sid in list(self._shrinkable):
             if len(self._free) >= n:
                 return
-            state = self.streams[sid]
-            if sid not in keep and state.tier == POOL and state.pages:
-                self._evict(sid, state)
+            if sid not in keep:
+                state = self.streams[sid]
+                self._keep_from(state, state.length - self.shrink_to)
+                del self._shrinkable[sid]
+                self._counters["shrunk"] += 1
+        for sid in list(self._tier[POOL]):
+            if len(self._free) >= n:
+                return
+            if sid not in keep and self.streams[sid].pages:
+                self._evict(sid, self.streams[sid])
         if len(self._free) < n:
             raise RuntimeError(f"no room for {n} pages: every page is held by a stream of this pass")
 
@@ -252,13 +262,20 @@ class PagedPool:
         keys, values = self._read_pages(state.pages)
         self._free.extend(state.pages)
         state.pages = []
+        self._shrinkable.pop(stream_id, None)
         self._counters["offloads"] += 1
         if self.host_bytes_limit != 0:  # None: no limit
-            state.tier, state.host = HOST, (keys, values)
+            self._move(stream_id, state, HOST)
+            state.host = (keys, values)
             self._host_bytes += _nbytes(keys, values)
             self._enforce_host_budget(keep=stream_id)
         else:
             self._to_disk_or_forget(stream_id, state, keys, values)
+
+    def _move(self, stream_id: str, state: PagedStream, tier: str) -> None:
+        del self._tier[state.tier][stream_id]
+        self._tier[tier][stream_id] = None
+        state.tier = tier
 
     def _read_pages(self, pages: list[int]) -> tuple[Tensor, Tensor]:
         index = torch.tensor(pages, device=self.device, dtype=torch.long)
@@ -270,42 +287,40 @@ class PagedPool:
 
         return copy(self.keys), copy(self.values)
 
-    def _to_disk(self, state: PagedStream, keys: Tensor, values: Tensor) -> None:
-        state.disk, state.tier, state.host = self.disk.write(keys, values), DISK, None
-
     def _to_disk_or_forget(self, stream_id: str, state: PagedStream, keys: Tensor, values: Tensor) -> None:
         if self.disk is not None:
-            for sid in list(self.streams):  # room on disk: forget its least recently used streams
+            for sid in list(self._tier[DISK]):  # room on disk: forget its least recently used streams
                 if self.disk.free_pages() >= keys.shape[1]:
                     break
-                other = self.streams[sid]
-                if other.tier == DISK and sid != stream_id:
+                if sid != stream_id:
                     self._forget(sid)
             if self.disk.free_pages() >= keys.shape[1]:
-                self._to_disk(state, keys, values)
+                self._move(stream_id, state, DISK)
+                state.disk, state.host = self.disk.write(keys, values), None
                 return
         self._forget(stream_id)
 
     def _enforce_host_budget(self, keep: str) -> None:
         if self.host_bytes_limit is None:
             return
-        for sid in list(self.streams):
+        for sid in list(self._tier[HOST]):
             if self._host_bytes <= self.host_bytes_limit:
                 return
-            state = self.streams[sid]
-            if state.tier == HOST and sid != keep:
+            if sid != keep:
+                state = self.streams[sid]
                 keys, values = state.host
                 self._host_bytes -= _nbytes(keys, values)
                 self._to_disk_or_forget(sid, state, keys, values)
 
-    def _restore(self, state: PagedStream, keep: set[str]) -> None:
+    def _restore(self, stream_id: str, state: PagedStream, keep: set[str]) -> None:
         if state.tier == HOST:
             keys, values = state.host
             self._host_bytes -= _nbytes(keys, values)
         else:
             keys, values = self.disk.read(state.disk)
             self.disk.release(state.disk)
-        state.host, state.disk, state.tier = None, None, POOL
+        state.host, state.disk = None, None
+        self._move(stream_id, state, POOL)
         pages = self._take(keys.shape[1], keep, zero=False)  # every position is written below
         index = torch.tensor(pages, device=self.device, dtype=torch.long)
         self.keys.index_copy_(1, index, keys.to(self.device, non_blocking=True))
@@ -325,6 +340,8 @@ class PagedPool:
         state = self.streams.pop(stream_id, None)
         if state is None:
             return False
+        del self._tier[state.tier][stream_id]
+        self._shrinkable.pop(stream_id, None)
         if state.tier == POOL:
             self._free.extend(state.pages)
         elif state.tier == HOST:
@@ -342,9 +359,7 @@ class PagedPool:
         return self.keys, self.values
 
     def stats(self) -> PoolStats:
-        tiers = {POOL: 0, HOST: 0, DISK: 0}
-        for state in self.streams.values():
-            tiers[state.tier] += 1
+        tiers = {tier: len(streams) for tier, streams in self._tier.items()}
         disk_pages = 0 if self.disk is None else self.disk.data.shape[0] - self.disk.free_pages()
         return PoolStats(
             slots=self.capacity, slots_in_use=self.capacity - len(self._free), streams_resident=tiers[POOL],
