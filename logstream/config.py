@@ -322,15 +322,59 @@ class KafkaSettings(Section):
                                   keyfile=self.ssl_keyfile and str(self.ssl_keyfile))
 
 
+def _http_url(value: str | None, what: str) -> str | None:
+    """An http(s) URL with a host, checked at start: a bad one would dead-letter every alert later."""
+    if value is None:
+        return value
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises on a port that is not a number)
+    except ValueError as exc:
+        raise ValueError(f"{what} is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"{what} must be an http:// or https:// URL with a host, e.g. http://receiver:8080/hook")
+    return value
+
+
 class WebhookSettings(Section):
     url: str
     secret: str | None = Field(None, description="Standard Webhooks secret (whsec_<base64>)")
     format: Literal["standard", "alertmanager-webhook"] = "standard"
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _http_url(value, "alerts.webhooks[].url")
+
+    @field_validator("secret")
+    @classmethod
+    def _secret(cls, value: str | None) -> str | None:
+        from .alerts.signing import SECRET_PREFIX, secret_bytes
+
+        if value is not None:
+            if not value.startswith(SECRET_PREFIX):
+                raise ValueError(f"alerts.webhooks[].secret must be a Standard Webhooks secret, "
+                                 f"{SECRET_PREFIX}<base64 of 24 to 64 random bytes>")
+            try:
+                key = secret_bytes(value)
+            except ValueError:
+                raise ValueError(f"alerts.webhooks[].secret: what follows {SECRET_PREFIX} is not valid base64") from None
+            if not 24 <= len(key) <= 64:
+                raise ValueError(f"alerts.webhooks[].secret decodes to {len(key)} bytes; Standard Webhooks "
+                                 "keys are 24 to 64 bytes")
+        return value
+
 
 class AlertSettings(Section):
     webhooks: list[WebhookSettings] = []
     alertmanager_url: str | None = Field(None, description="base URL; alerts go to POST /api/v2/alerts")
+
+    @field_validator("alertmanager_url")
+    @classmethod
+    def _alertmanager_url(cls, value: str | None) -> str | None:
+        return _http_url(value, "alerts.alertmanager_url")
     max_attempts: int = Field(6, ge=1)
     backoff_initial_s: float = Field(0.5, gt=0)
     backoff_max_s: float = Field(30.0, gt=0)
@@ -396,6 +440,12 @@ class TailSettings(Section):
                                  "before the tailer stops with an error")
 
 
+ENV_PREFIX = "LOGSTREAM_"
+# variables of the project that are not settings (the set-up scripts', the evaluation cache, the tests')
+NOT_SETTINGS = frozenset({"LOGSTREAM_CONFIG", "LOGSTREAM_EVAL_CACHE", "LOGSTREAM_EXTRAS", "LOGSTREAM_SKIP_APT",
+                          "LOGSTREAM_SERVICES"})
+
+
 class YamlSource(PydanticBaseSettingsSource):
     def __init__(self, settings_cls, path: Path | None):
         super().__init__(settings_cls)
@@ -409,7 +459,10 @@ class YamlSource(PydanticBaseSettingsSource):
             return {}
         if not self.path.exists():
             raise FileNotFoundError(f"config file {self.path} does not exist")
-        data = yaml.safe_load(self.path.read_text()) or {}
+        try:
+            data = yaml.safe_load(self.path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ValueError(f"config file {self.path} is not valid YAML: {exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"config file {self.path} must hold a mapping of sections")
         return data
@@ -450,6 +503,19 @@ class Settings(BaseSettings):
             return init_settings, env_settings, YamlSource(settings_cls, Path(path))
         user = user_config_path()
         return init_settings, env_settings, YamlSource(settings_cls, user if user.exists() else None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_unknown_variables(cls, data: Any) -> Any:
+        """A misspelled LOGSTREAM_ variable would otherwise be ignored without a word (pydantic reads only
+        the sections it knows): say which, and what the sections are."""
+        sections = set(cls.model_fields)
+        unknown = sorted(name for name in os.environ if name.startswith(ENV_PREFIX)
+                         and name not in NOT_SETTINGS and name[len(ENV_PREFIX):].split("__")[0].lower() not in sections)
+        if unknown:
+            raise ValueError(f"unknown setting {', '.join(unknown)}: settings are LOGSTREAM_<SECTION>__<FIELD> with "
+                             f"a section of {', '.join(sorted(sections))} (LOGSTREAM_CONFIG names a YAML file)")
+        return data
 
     @classmethod
     def load(cls, path: str | Path | None = None, **overrides) -> "Settings":

@@ -8,6 +8,7 @@ timing assertion is a lower bound (a retry never comes earlier than ``Retry-Afte
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 import shutil
@@ -258,7 +259,8 @@ def test_wrong_secret_is_rejected_by_the_receiver_and_not_retried():
     async def main():
         dead = DeadLetters()
         async with Receiver([(200, {})], secret=SECRET) as receiver:
-            await deliver(webhook_sink(receiver.url, dead, secret="whsec_" + "d3Jvbmc="), [make_alert()])
+            wrong = "whsec_" + base64.b64encode(b"another key, 24 bytes ok").decode()
+            await deliver(webhook_sink(receiver.url, dead, secret=wrong), [make_alert()])
         return receiver, dead
 
     receiver, dead = asyncio.run(main())

@@ -70,3 +70,4 @@ def test_incomplete_security_settings_say_what_is_missing_and_never_print_the_pa
     monkeypatch.delenv("LOGSTREAM_ALERTS__WEBHOOKS")
     settings = Settings(kafka={"security_protocol": "SASL_PLAINTEXT", "sasl_username": "u", "sasl_password": PASSWORD})
     assert PASSWORD not in repr(settings) and PASSWORD not in settings.model_dump_json()
+

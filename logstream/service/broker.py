@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
+from typing import IO
 
 
 class BrokerError(RuntimeError):
@@ -36,10 +39,16 @@ def broker_binary() -> str:
 
 @dataclass
 class EmbeddedBroker:
-    """A Tansu broker process on 127.0.0.1; use as a context manager or call start()/stop()."""
+    """A Tansu broker process on 127.0.0.1; use as a context manager or call start()/stop().
+
+    ``forward_log``: the broker's log goes to this process's stderr (``logstream broker``); else to a
+    temporary file, read back when the broker fails to start (a pipe nobody reads would fill up and
+    stall the broker)."""
 
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
+    forward_log: bool = False
+    _log: IO[bytes] | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -47,16 +56,17 @@ class EmbeddedBroker:
 
     def start(self, timeout_s: float = 20.0) -> "EmbeddedBroker":
         url = f"tcp://127.0.0.1:{self.port}"
+        self._log = None if self.forward_log else tempfile.TemporaryFile(prefix="logstream-broker-")
         self.process = subprocess.Popen(
             [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
              "--storage-engine", "memory://tansu/"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+            # Tansu writes its log to stdout: forwarded, it goes to our stderr (stdout stays ours)
+            stdout=self._log or sys.stderr, stderr=self._log or sys.stderr, start_new_session=True,
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                err = self.process.stderr.read().decode(errors="replace")[-2000:]
-                raise BrokerError(f"embedded broker exited with {self.process.returncode}: {err}")
+                raise BrokerError(f"embedded broker exited with {self.process.returncode}: {self.log_tail()}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
                     return self
@@ -64,6 +74,13 @@ class EmbeddedBroker:
                 time.sleep(0.05)
         self.stop()
         raise BrokerError(f"embedded broker did not listen on port {self.port} within {timeout_s}s")
+
+    def log_tail(self, limit: int = 2000) -> str:
+        """The end of the broker's log (when it is not forwarded)."""
+        if self._log is None:
+            return "(its log went to stderr)"
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-limit:]
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -74,6 +91,9 @@ class EmbeddedBroker:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def __enter__(self) -> "EmbeddedBroker":
         return self.start()

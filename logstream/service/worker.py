@@ -389,6 +389,11 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
     if not kafka.bootstrap_servers:
         raise unreachable(None)
     data_dir = settings.data_dir()
+    try:  # Faust's tables, the adaptive state and the model versions live here: missing parents are made
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"worker.data_dir {data_dir} cannot be created ({exc.strerror}): set "
+                         "LOGSTREAM_WORKER__DATA_DIR to a writable directory") from None
     initialise_labels()
     READY.set(0)
     model = model or ModelWorker(settings, state_path=data_dir / "adaptive-thresholds.json")
