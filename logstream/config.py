@@ -370,11 +370,6 @@ class WebhookSettings(Section):
 class AlertSettings(Section):
     webhooks: list[WebhookSettings] = []
     alertmanager_url: str | None = Field(None, description="base URL; alerts go to POST /api/v2/alerts")
-
-    @field_validator("alertmanager_url")
-    @classmethod
-    def _alertmanager_url(cls, value: str | None) -> str | None:
-        return _http_url(value, "alerts.alertmanager_url")
     max_attempts: int = Field(6, ge=1)
     backoff_initial_s: float = Field(0.5, gt=0)
     backoff_max_s: float = Field(30.0, gt=0)
@@ -393,6 +388,11 @@ class AlertSettings(Section):
     resolve_after_s: float = Field(300.0, gt=0, description="Alertmanager resolves an alert not re-sent "
                                    "for this long (endsAt)")
 
+    @field_validator("alertmanager_url")
+    @classmethod
+    def _alertmanager_url(cls, value: str | None) -> str | None:
+        return _http_url(value, "alerts.alertmanager_url")
+
 
 class MetricsSettings(Section):
     port: int | None = Field(9464, description="port of /metrics, /healthz, /readyz and /feedback; none disables it")
@@ -403,6 +403,9 @@ class MetricsSettings(Section):
 class WorkerSettings(Section):
     batch_size: int = Field(256, ge=1, description="lines per micro-batch")
     batch_within_s: float = Field(0.05, gt=0, description="longest wait to fill a micro-batch")
+    fetch_wait_ms: int = Field(100, ge=0, le=30_000, description="longest wait of a consumer fetch for new "
+                               "lines (Faust's own driver waits 1.5 s: measured p50 ingest-to-alert 540 ms at 50 "
+                               "lines/s, 100 ms with 100)")
     commit_interval_s: float = Field(2.8, gt=0, description="how often scored offsets are committed")
     session_timeout_s: float = Field(10.0, ge=3, description="a worker not heard from for this long leaves "
                                      "the consumer group and its partitions move (the bundled broker also "

@@ -3,6 +3,7 @@ secret: a webhook that cannot deliver, a YAML file that does not parse, a misspe
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -63,3 +64,17 @@ def test_a_data_dir_that_cannot_be_made_is_refused_with_what_to_set(tmp_path, mo
     monkeypatch.setenv("LOGSTREAM_WORKER__DATA_DIR", str(tmp_path / "missing" / "parents" / "state"))
     build_app(Settings())  # missing parents are made
     assert (tmp_path / "missing" / "parents" / "state").is_dir()
+
+
+def test_the_workers_consumer_fetch_wait_is_the_setting_not_fausts_fixed_one(tmp_path, monkeypatch):
+    from logstream.service.worker import build_app
+
+    monkeypatch.setenv("LOGSTREAM_KAFKA__BOOTSTRAP_SERVERS", "127.0.0.1:1")
+    monkeypatch.setenv("LOGSTREAM_WORKER__DATA_DIR", str(tmp_path / "state"))
+    async def consumer_of(app):  # aiokafka consumers are made inside the event loop, as Faust does
+        return app.consumer._thread._create_worker_consumer(app.transport)
+
+    for wait in (100, 750):
+        monkeypatch.setenv("LOGSTREAM_WORKER__FETCH_WAIT_MS", str(wait))
+        consumer = asyncio.run(consumer_of(build_app(Settings())))
+        assert consumer._fetch_max_wait_ms == wait

@@ -41,6 +41,7 @@ from ..alerts.sinks import HttpSink
 from ..config import KafkaSettings, Settings
 from .envelope import EnvelopeError, LogEnvelope, decode_entries
 from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
+from .kafka_transport import use_fetch_wait
 from .metrics import (ADAPT_ROUNDS, ALERTS, CONSUMER_LAG, DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED,
                       FEEDBACK_INVALID, MODEL_SWAP_FAILURES, READY, TRUNCATED_LINES, initialise_labels)
 from .model_worker import EntryMeta, ModelWorker, Scored
@@ -415,6 +416,7 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
         web_port=worker.web_port or 6066,
         datadir=str(data_dir),
     )
+    use_fetch_wait(app, worker.fetch_wait_ms)  # before any topic: the first one makes the transport
 
     def raw_topic(name: str):
         return app.topic(name, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw",
