@@ -57,6 +57,9 @@ class CacheSettings(Section):
     pool_bytes: int | None = Field(2 << 30, ge=1, description="memory for the pages of resident windows (the "
                                    "GPU's on a GPU, else host memory); committed as pages are first used")
     page_tokens: int = Field(32, ge=1, description="tokens per page: a stream holds the pages its history fills")
+    layout: Literal["paged", "slots"] = Field("paged", description="slots: the layout pages replaced (a 2048-token "
+                                              "slot per resident stream, the rest on the host tier), kept to "
+                                              "compare with (benchmarks/streams.py)")
     kv_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto", description="how keys and values are stored; auto: bfloat16 for a float32 model (half the "
         "memory, measured in benchmarks/results/streams.md)")
@@ -81,7 +84,7 @@ class CacheSettings(Section):
         disk = self.disk_dir or disk_dir
         if self.disk_bytes and disk is None:
             raise ValueError("cache.disk_bytes needs cache.disk_dir (LOGSTREAM_CACHE__DISK_DIR)")
-        return EngineConfig(window=self.window_tokens, slots=self.slots,
+        return EngineConfig(window=self.window_tokens, slots=self.slots, layout=self.layout,
                             pool_bytes=None if self.slots is not None else self.pool_bytes,
                             host_bytes="auto" if self.host_bytes is None else self.host_bytes,
                             max_chunk_tokens=self.max_chunk_tokens, max_batch_tokens=self.max_batch_tokens,

@@ -49,7 +49,7 @@ class EngineConfig:
     slots: int | None = None  # the pool holds this many full windows (slots layout: streams resident at once)
     pool_bytes: int | None = None  # or this many bytes of keys and values; neither: 64 full windows
     host_bytes: int | str | None = None  # windows moved to host memory: None = unbounded, 0 = no host tier,
-    # "auto": 2 GiB off a GPU, none on a CPU (where the pool is host memory already)
+    # "auto": 2 GiB, none for pages on a CPU (where the pool is host memory already)
     max_chunk_tokens: int = 512  # longer chunks are split (exactly) into pieces of this size
     max_batch_tokens: int = 8192  # padded tokens per forward pass (bounds the score tensors' memory)
     rebase_interval: int = 1 << 16  # keep RoPE positions below this (plus L and one chunk)
@@ -106,8 +106,9 @@ class StreamingEngine:
                         self.device, self.dtype, self._host_bytes())
 
     def _host_bytes(self) -> int | None:
+        """The host tier's budget; "auto": 2 GiB, except for pages on a CPU, whose pool is host memory."""
         if self.config.host_bytes == "auto":
-            return 2 << 30 if self.device.type == "cuda" else 0
+            return 0 if self.paged and self.device.type != "cuda" else 2 << 30
         return self.config.host_bytes
 
     def _paged_pool(self) -> PagedPool:
