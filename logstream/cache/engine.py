@@ -191,7 +191,7 @@ class StreamingEngine:
         land in passes in their order.
         """
         groups: list[list[tuple[int, Chunk]]] = []
-        bucket_of: list[int] = []
+        bucket_of: list[tuple[int, int]] = []
         streams_in: list[set[str]] = []
         pages_in: list[int] = []  # paged layout: pool pages the pass's streams hold at most
         last_group_of: dict[str, int] = {}
@@ -204,10 +204,17 @@ class StreamingEngine:
             bound = (self.window + n) // self.pool.page_tokens + 2
             return min(self.pool.pages_for(sid, earlier.get(sid, 0) + n), bound)
 
+        window_pages = self.window // self.pool.page_tokens + 2 if self.paged else 1
+
+        def bucket(sid: str, n: int) -> tuple[int, int]:
+            # rows of a pass are padded to its longest row, and (paged) its keys to its longest history:
+            # by quarters of a window, so a short session does not pay for a full window passing with it
+            return _bucket(n), min(3, 4 * pages(sid, n) // window_pages) if self.paged else 0
+
         def fits(g: int, sid: str, n: int) -> bool:
             rows = len(groups[g]) + 1
             longest = max([n] + [len(c.tokens) for _, c in groups[g]])
-            return (bucket_of[g] == _bucket(n) and rows <= max_rows and rows * longest <= self.config.max_batch_tokens
+            return (bucket_of[g] == bucket(sid, n) and rows <= max_rows and rows * longest <= self.config.max_batch_tokens
                     and (not self.paged or pages_in[g] + pages(sid, n) <= self.pool.capacity))
 
         for piece in pieces:
@@ -217,7 +224,7 @@ class StreamingEngine:
                 g += 1
             if g == len(groups):
                 groups.append([])
-                bucket_of.append(_bucket(n))
+                bucket_of.append(bucket(sid, n))
                 streams_in.append(set())
                 pages_in.append(0)
             groups[g].append(piece)
