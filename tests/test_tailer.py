@@ -366,6 +366,34 @@ def test_copytruncate_reads_the_file_again_from_the_start(broker, tmp_path):
     assert checkpoint_offset(tmp_path / "checkpoint.json", log_file) == log_file.stat().st_size
 
 
+def test_copytruncate_while_alive_loses_no_unread_line_and_its_copy_is_not_sent_again(broker, tmp_path):
+    """logrotate's copytruncate with lines the tailer had not read yet: they are read from the copy
+    (then the file again from 0), and the copy, matched by the glob too, is not a second stream."""
+    log_file = tmp_path / "app.log"
+    kafka = kafka_settings(broker.bootstrap_servers)
+    first = [f"first generation line {i}, long enough for the first bytes to tell" for i in range(50)]
+    unread = [f"written just before the copy {i}" for i in range(30)]
+    after = [f"after the truncation {i}" for i in range(5)]
+
+    async def scenario():
+        tail = tail_settings(tmp_path, poll_interval_s=2.0)  # the tailer sleeps while the rotation runs
+        async with TopicReader(kafka) as reader, RunningTailer([f"{tmp_path}/app.log*"], tail, kafka):
+            append(log_file, *first)
+            await reader.wait_for_lines(first)
+            append(log_file, *unread)
+            shutil.copy(log_file, tmp_path / "app.log.1")
+            with open(log_file, "r+") as f:
+                f.truncate(0)
+            append(log_file, *after)
+            await reader.wait_for_lines(first + unread + after)
+            await reader.settle(5.0)  # two more polls: nothing of the copy comes again
+        return reader
+
+    reader = run_async(scenario())
+    assert reader.lines == first + unread + after
+    assert {r.key for r in reader.records} == {str(log_file)}
+
+
 def test_a_file_rewritten_while_the_tailer_was_down_is_read_from_its_start(broker, tmp_path):
     """Same inode, at least as long as the saved offset, other first bytes: the fingerprint tells."""
     log_file = tmp_path / "app.log"

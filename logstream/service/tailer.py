@@ -7,12 +7,15 @@ into lines and sends each line to Kafka as a JSON ``LogEnvelope`` keyed by its s
   file renamed away (rotation) is drained through its open descriptor, the new file at the old
   name is read from 0, and a reused inode with other content is a new file.
 * A file that shrinks below the read offset, or whose first bytes change, was truncated
-  (copytruncate) and is read again from 0.
+  (copytruncate) and is read again from 0, after what was not read of it yet is read from its
+  copy (a file next to it, or matched by the patterns, that starts with the same bytes). A copy of
+  a followed file (the same first bytes, another inode) that the patterns match is not read again
+  as a stream of its own.
 * Offsets are saved (atomically) only up to the end of the last line that Kafka acknowledged,
   with every line before it acknowledged too; after a crash the tailer resends from there.
   Lines can arrive twice, never zero times, with two exceptions outside its reach: lines
   copytruncate writes between its copy and its truncate, and the unread end of a file rotated
-  to a name the patterns do not match while the tailer was not running.
+  (renamed or copied and truncated) while the tailer was not running.
 * At most ``max_inflight_lines`` lines are unacknowledged; reading waits while Kafka is behind.
 """
 
@@ -47,6 +50,7 @@ from .topics import ensure_topics, unreachable
 log = logging.getLogger("logstream.tail")
 
 FINGERPRINT_BYTES = 1024  # enough to tell two log files apart by their first lines
+COPY_MIN_BYTES = 256  # a file is taken for a copy of another by first bytes only from this many on
 READ_CHUNK_BYTES = 64 * 1024
 MAX_BYTES_PER_PASS = 1 << 20  # per file and poll, so one busy file cannot starve the others
 RESAVE_AFTER_S = 60.0  # re-save even without progress, so last_seen of idle files stays fresh
@@ -322,6 +326,7 @@ class FileTailer:
         self._host = socket.gethostname()
         self._files: dict[FileId, TrackedFile] = {}
         self._dormant: dict[FileId, Checkpoint] = {}  # checkpoints of files not (yet) found again
+        self._copies: dict[FileId, int] = {}  # copies of followed files (copytruncate), read up to here
         self._producer: AIOKafkaProducer | None = None
         self._inflight = 0
         self._progress = asyncio.Event()  # set on every acknowledgement or failure
@@ -396,7 +401,7 @@ class FileTailer:
                 if f is None:
                     continue
             f.last_seen, f.gone_since = now, None
-            await self._check_truncation(f)
+            await self._check_truncation(f, found)
             n = await self._read(f, limit=MAX_BYTES_PER_PASS)
             read += n
             if n:
@@ -435,6 +440,13 @@ class FileTailer:
             known.fd = fd
             return known
         offset, stream_path = self._start_offset(file_id, path, fd, st.st_size, first_scan)
+        original = self._copy_of(file_id, fd)
+        if offset == 0 and (file_id in self._copies or original is not None):
+            # a rotated copy: its lines went out as the original's (or will, when the original is
+            # found truncated: ``_drain_copy``); read only what may be appended to it from now on
+            offset = max(self._copies.pop(file_id, 0), st.st_size)
+            log.info("%s is a copy of %s (copytruncate): not read again", path,
+                     original.path if original else "a followed file")
         digest, length = fingerprint(fd)
         f = TrackedFile(file_id, stream_path, fd, offset, LineSplitter(self.tail.max_line_bytes),
                         AckTracker(offset), digest, length, time.time())
@@ -464,10 +476,59 @@ class FileTailer:
             return size, path
         return 0, path
 
-    async def _check_truncation(self, f: TrackedFile) -> None:
+    def _copy_of(self, file_id: FileId, fd: int) -> TrackedFile | None:
+        """The followed file this new one is a copy of (same first bytes, enough of them), or None."""
+        for f in self._files.values():
+            if (f.fd is not None and f.file_id != file_id and f.fingerprint_bytes >= COPY_MIN_BYTES
+                    and fingerprint_matches(fd, f.fingerprint, f.fingerprint_bytes)):
+                return f
+        return None
+
+    async def _drain_copy(self, f: TrackedFile, found: dict[FileId, str]) -> None:
+        """``f`` was truncated: read what had not been read of it from its copy, if there is one (a file
+        beside it named like it, or one the patterns match, that starts with its old first bytes)."""
+        directory, name = os.path.split(f.path)
+        try:
+            siblings = [os.path.join(directory, e) for e in os.listdir(directory or ".") if e.startswith(name)]
+        except OSError:
+            siblings = []
+        for path in dict.fromkeys([*found.values(), *siblings]):
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                st = os.fstat(fd)
+                file_id = FileId(st.st_dev, st.st_ino)
+                if (file_id == f.file_id or not stat.S_ISREG(st.st_mode) or st.st_size < f.read_offset
+                        or not fingerprint_matches(fd, f.fingerprint, f.fingerprint_bytes)):
+                    continue
+                copied = st.st_size - f.read_offset
+                log.info("%s was truncated with %d bytes not read yet: reading them from its copy %s", f.path,
+                         copied, path)
+                offset = f.read_offset
+                while offset < st.st_size:
+                    await self._wait_until(lambda: self._inflight < self.tail.max_inflight_lines)
+                    data = os.pread(fd, READ_CHUNK_BYTES, offset)
+                    if not data:
+                        break
+                    for line in f.splitter.feed(data, offset):
+                        await self._send(f, line)
+                    offset += len(data)
+                tracked = self._files.get(file_id)
+                if tracked is not None:
+                    tracked.read_offset = max(tracked.read_offset, offset)
+                else:
+                    self._copies[file_id] = offset
+                return
+            finally:
+                os.close(fd)
+
+    async def _check_truncation(self, f: TrackedFile, found: dict[FileId, str]) -> None:
         size = os.fstat(f.fd).st_size
         if size < f.read_offset or not fingerprint_matches(f.fd, f.fingerprint, f.fingerprint_bytes):
             log.info("%s was truncated (copytruncate?); reading it again from 0", f.path)
+            await self._drain_copy(f, found)
             await self._flush_partial(f)
             f.read_offset = 0
             f.acks = AckTracker(0)  # acks still due for the old content no longer move the checkpoint
