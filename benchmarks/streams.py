@@ -183,6 +183,54 @@ def _lines_for(lines: list[list[int]], tokens: int) -> int:
     return len(lines)
 
 
+def per_call(scorer, conf: EngineConfig, tokens: int, calls: int = 60, rounds: int = 3) -> float:
+    """CPU-ms of one call that scores ``tokens`` new tokens of one stream whose window is full (the
+    fixed cost of a pass: one line per call), best of a few rounds."""
+    engine = StreamingEngine(scorer.loaded.model, scorer.sink_tokens, conf)
+    line = list(range(5, 22))
+    while engine.stream_length("s") < conf.window + 64:
+        engine.score([Chunk("s", line * 8)])
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.process_time()
+        for _ in range(calls):
+            engine.score([Chunk("s", line[:tokens])])
+        best = min(best, 1000 * (time.process_time() - started) / calls)
+    return best
+
+
+def compiled_layer_parts(scorer, shapes=((1, 17), (64, 9)), calls: int = 200) -> list[tuple]:
+    """torch.compile of a decoder layer's dense parts (norms, projections, MLP) against eager, µs per
+    call: does compiling the steady-state step pay? (The attention keeps its data-dependent gathers.)"""
+    layer = scorer.loaded.model.layers[0]
+    attn = layer.self_attn
+
+    def dense(x):
+        h = layer.input_layernorm(x)
+        q, k, v = attn.q_proj(h), attn.k_proj(h), attn.v_proj(h)
+        x = x + attn.o_proj(q)
+        return x + layer.mlp(layer.post_attention_layernorm(x)), k, v
+
+    def timed(fn, x):
+        for _ in range(20):
+            fn(x)
+        started = time.perf_counter()
+        for _ in range(calls):
+            fn(x)
+        return 1e6 * (time.perf_counter() - started) / calls
+
+    out = []
+    with torch.inference_mode():
+        compiled = torch.compile(dense, dynamic=True)
+        started = time.perf_counter()
+        compiled(torch.randn(1, 3, layer.mlp.gate_proj.in_features))
+        compile_s = time.perf_counter() - started
+        for rows, tokens in shapes:
+            x = torch.randn(rows, tokens, layer.mlp.gate_proj.in_features)
+            out.append((rows, tokens, timed(dense, x), timed(compiled, x), compile_s))
+    return out
+
+
 def matmul_rate(n: int = 1024, repeats: int = 5) -> float:
     """The core's float32 matmul rate on one thread (FLOP/s), best of a few."""
     a, b = torch.randn(n, n), torch.randn(n, n)
@@ -235,6 +283,8 @@ def main(argv=None) -> int:
             for layout in layouts:
                 print(f"[{time.time() - started:6.0f}s] {workload} x {n:,}: {layout}", flush=True)
                 results.append(run(scorer, conf[layout], layout, workload, streams, fill_share=0.8))
+    calls = {name: (per_call(scorer, conf[name], 1), per_call(scorer, conf[name], 17)) for name in ("slots (old)", "paged")}
+    compiled = [] if args.quick else compiled_layer_parts(scorer)
     accuracy = []
     for workload, n in (("sessions", 1000), ("hosts", 100)) if not args.quick else (("sessions", 100),):
         streams = session_streams(scorer, n) if workload == "sessions" else host_streams(scorer, n, 2048)
@@ -243,11 +293,12 @@ def main(argv=None) -> int:
         diffs = torch.cat([(a - b).abs() for a, b in zip(half.logprobs, full.logprobs)])
         accuracy.append((workload, n, float(diffs.mean()), float(diffs.max()), len(diffs)))
     out.mkdir(parents=True, exist_ok=True)
-    write(out / "streams.md", results, accuracy, rate, machine, args, time.time() - started)
+    write(out / "streams.md", results, accuracy, rate, machine, args, time.time() - started, calls, compiled)
     return 0
 
 
-def write(path: Path, results: list[Result], accuracy: list, rate: float, machine: dict, args, seconds: float):
+def write(path: Path, results: list[Result], accuracy: list, rate: float, machine: dict, args, seconds: float,
+          calls: dict, compiled: list):
     mib = 2 ** 20
     md = ["# Many streams in bounded memory", "",
           f"`python benchmarks/streams.py{' --quick' if args.quick else ''}`, "
@@ -280,6 +331,19 @@ def write(path: Path, results: list[Result], accuracy: list, rate: float, machin
            "| workload | streams | tokens | mean abs difference | max abs difference |", "|---|---|---|---|---|"]
     for workload, n, mean, worst, count in accuracy:
         md.append(f"| {workload} | {n:,} | {count:,} | {mean:.4f} | {worst:.4f} |")
+    slots_1, slots_17 = calls["slots (old)"]
+    md += ["", "One line per call: CPU-ms of a call scoring one token, or one 17-token line, of one stream whose "
+           "window is full (the fixed cost of a pass), best of 3 x 60 calls:", "",
+           "| layout | 1 token | vs slots | 17 tokens | vs slots |", "|---|---|---|---|---|"]
+    for name, (one_token, one_line) in calls.items():
+        md.append(f"| {name} | {one_token:.2f} | {slots_1 / one_token:.2f}x | {one_line:.2f} | "
+                  f"{slots_17 / one_line:.2f}x |")
+    if compiled:
+        md += ["", f"`torch.compile` of a decoder layer's dense parts (norms, projections, MLP; dynamic shapes, "
+               f"{compiled[0][4]:.0f} s to compile) against eager, µs per call:", "",
+               "| rows x tokens | eager | compiled | compiled / eager |", "|---|---|---|---|"]
+        for rows, tokens, eager, comp, _ in compiled:
+            md.append(f"| {rows} x {tokens} | {eager:.0f} | {comp:.0f} | {comp / eager:.2f} |")
     md.append("")
     path.write_text("\n".join(md) + "\n")
     print("\n".join(md))
