@@ -98,7 +98,7 @@ def initialise_labels() -> None:
     for sink in ("webhook", "alertmanager"):
         SINK_FAILURES.labels(sink=sink)
         SINK_RETRIES.labels(sink=sink)
-    for kind in ("envelope", "scoring", "alert_delivery"):
+    for kind in ("envelope", "scoring", "alert_delivery", "poison"):
         DEAD_LETTERS.labels(kind=kind)
     for result in ("ok", "failed"):
         ADAPT_ROUNDS.labels(result=result)

@@ -18,7 +18,7 @@ SCHEMA_VERSION = 1
 # What went wrong, as the ``kind`` of a dead letter (and the label of logstream_dead_letters_total):
 # ``envelope``: the input message is not a log entry; ``scoring``: the batch it was in failed to score;
 # ``alert_delivery``: an alert a sink could not deliver (the value is the alert's JSON).
-DeadLetterKind = Literal["envelope", "scoring", "alert_delivery"]
+DeadLetterKind = Literal["envelope", "scoring", "alert_delivery", "poison"]
 
 
 class ScoreRecord(BaseModel):

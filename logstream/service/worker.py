@@ -41,6 +41,7 @@ from ..alerts.sinks import HttpSink
 from ..config import KafkaSettings, Settings
 from .envelope import EnvelopeError, LogEnvelope, decode_entries
 from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
+from .inflight import InflightLog
 from .kafka_transport import use_fetch_wait
 from .metrics import (ADAPT_ROUNDS, ALERTS, CONSUMER_LAG, DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED,
                       FEEDBACK_INVALID, MODEL_SWAP_FAILURES, READY, TRUNCATED_LINES, initialise_labels)
@@ -126,8 +127,9 @@ class BatchProcessor:
     """What the agent does with each batch, and what the timers and rebalance hooks do."""
 
     def __init__(self, settings: Settings, model: ModelWorker, alerts_topic, dead_letter_topic,
-                 scores_topic=None):
+                 scores_topic=None, inflight: InflightLog | None = None):
         self.settings = settings
+        self.inflight = inflight
         self.model = model
         self.alerts_topic = alerts_topic
         self.dead_letter_topic = dead_letter_topic
@@ -149,8 +151,37 @@ class BatchProcessor:
     # -- one batch ----------------------------------------------------------------------------
 
     async def process(self, messages: Sequence[InputMessage]) -> None:
-        """Decode, score and publish one batch; returns once Kafka acknowledged all it published."""
+        """Decode, score and publish one batch; returns once Kafka acknowledged all it published.
+        Messages the worker held when it last died are handled one at a time (``inflight``)."""
         await self.start()
+        if self.inflight is None:
+            return await self._process(messages)
+        run: list[InputMessage] = []
+        for message in messages:  # in offset order: suspects alone, the others in runs between them
+            key = (message.topic, message.partition, message.offset)
+            if key not in self.inflight.suspects:
+                run.append(message)
+                continue
+            await self._held(run)
+            run = []
+            if key == self.inflight.poison:
+                await self._acknowledged([await self._dead_letter(
+                    "poison pill: the worker died while handling this message alone, after dying with it in a "
+                    "batch", "poison", message)])
+                self.inflight.done([key])
+            else:
+                await self._held([message], alone=True)
+        await self._held(run)
+
+    async def _held(self, messages: list[InputMessage], alone: bool = False) -> None:
+        if not messages:
+            return
+        keys = [(m.topic, m.partition, m.offset) for m in messages]
+        self.inflight.hold(keys, alone)
+        await self._process(messages)
+        self.inflight.done(keys)
+
+    async def _process(self, messages: Sequence[InputMessage]) -> None:
         pending: list[asyncio.Future] = []  # deliveries Kafka must acknowledge before the batch is done
         entries: list[tuple[str, str, EntryMeta]] = []
         sources: list[InputMessage] = []
@@ -427,7 +458,8 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
 
     processor = BatchProcessor(settings, model, raw_topic(kafka.alerts_topic),
                                raw_topic(kafka.dead_letter_topic),
-                               raw_topic(kafka.scores_topic) if kafka.scores_topic else None)
+                               raw_topic(kafka.scores_topic) if kafka.scores_topic else None,
+                               inflight=InflightLog(data_dir / "inflight.json"))
 
     @app.agent(raw_topic(kafka.input_topic), name=AGENT_NAME)
     async def score_lines(stream):
