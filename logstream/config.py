@@ -373,7 +373,11 @@ class WebhookSettings(Section):
 class AlertSettings(Section):
     webhooks: list[WebhookSettings] = []
     alertmanager_url: str | None = Field(None, description="base URL; alerts go to POST /api/v2/alerts")
-    max_attempts: int = Field(6, ge=1)
+    retry_for_s: float = Field(600.0, gt=0, description="a delivery is retried (exponential backoff with jitter) "
+                               "for this long after its first attempt before the alert is dead-lettered: a "
+                               "receiver down for minutes still gets it")
+    max_attempts: int | None = Field(None, ge=1, description="give up after this many attempts even within "
+                                     "retry_for_s (none: no limit but the time)")
     backoff_initial_s: float = Field(0.5, gt=0)
     backoff_max_s: float = Field(30.0, gt=0)
     queue_size: int = Field(10_000, ge=1)

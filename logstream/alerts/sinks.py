@@ -17,6 +17,7 @@ import email.utils
 import json
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -90,6 +91,7 @@ class HttpSink:
         self._owns_session = session is None
         self._tasks: list[asyncio.Task] = []
         self._closing = False
+        self._keep_queued = False
 
     # -- what a subclass decides -------------------------------------------------------------
 
@@ -131,9 +133,12 @@ class HttpSink:
         """Until every queued alert was delivered or dead-lettered."""
         await self._queue.join()
 
-    async def close(self, timeout_s: float = 10.0) -> None:
-        """Stop taking alerts, deliver what is queued for up to ``timeout_s``, dead-letter the rest."""
+    async def close(self, timeout_s: float = 10.0, keep_queued: bool = False) -> None:
+        """Stop taking alerts, deliver what is queued for up to ``timeout_s``, dead-letter the rest
+        (``keep_queued``: drop the rest instead, for a caller that delivers them again later: the
+        worker, whose alerts wait on the alerts topic until delivered)."""
         self._closing = True
+        self._keep_queued = keep_queued
         if self._tasks:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._queue.join(), timeout_s)
@@ -144,7 +149,8 @@ class HttpSink:
         while not self._queue.empty():
             alert = self._queue.get_nowait()
             SINK_QUEUE.labels(self.kind).dec()
-            await self._give_up(alert, "sink closed before delivery")
+            if not keep_queued:
+                await self._give_up(alert, "sink closed before delivery")
             self._queue.task_done()
         if self._owns_session and self._session is not None:
             await self._session.close()
@@ -163,7 +169,8 @@ class HttpSink:
             try:
                 await self._deliver(alert)
             except asyncio.CancelledError:
-                await self._give_up(alert, "sink closed during delivery")
+                if not self._keep_queued:
+                    await self._give_up(alert, "sink closed during delivery")
                 raise
             except Exception as exc:  # a bug here must not kill the delivery task
                 log.exception("%s sink: unexpected error delivering alert %s", self.kind, alert.alert_id)
@@ -176,8 +183,11 @@ class HttpSink:
             await self._give_up(alert, f"endpoint {self.url} disabled after 410 Gone")
             return
         body = self.body(alert)  # once: every attempt sends the same bytes
-        attempts = self.settings.max_attempts
-        for attempt in range(1, attempts + 1):
+        attempts, retry_for = self.settings.max_attempts, self.settings.retry_for_s
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            attempt += 1
             outcome = await self._attempt(alert, body)
             if outcome.delivered:
                 ALERTS.labels(self.kind).inc()
@@ -186,10 +196,14 @@ class HttpSink:
             if outcome.done:
                 await self._give_up(alert, outcome.reason)
                 return
-            if attempt == attempts:
+            delay = self._backoff(attempt)
+            if attempts is not None and attempt >= attempts:
                 await self._give_up(alert, f"gave up after {attempts} attempts; last: {outcome.reason}")
                 return
-            delay = self._backoff(attempt)
+            if time.monotonic() - started + delay > retry_for:
+                await self._give_up(alert, f"gave up after {attempt} attempts in {time.monotonic() - started:.0f} s "
+                                           f"(alerts.retry_for_s={retry_for:g}); last: {outcome.reason}")
+                return
             if outcome.retry_after is not None:
                 limit = self.settings.retry_after_max_s
                 if outcome.retry_after > limit:
@@ -197,8 +211,8 @@ class HttpSink:
                                                f"exceeds retry_after_max_s={limit:g}")
                     return
                 delay = outcome.retry_after  # never earlier than the receiver asked
-            log.info("%s sink: attempt %d/%d for alert %s failed (%s); retrying in %.2f s",
-                     self.kind, attempt, attempts, alert.alert_id, outcome.reason, delay)
+            log.info("%s sink: attempt %d for alert %s failed (%s); retrying in %.2f s",
+                     self.kind, attempt, alert.alert_id, outcome.reason, delay)
             SINK_RETRIES.labels(self.kind).inc()
             await asyncio.sleep(delay)
 

@@ -53,6 +53,7 @@ from .topics import ensure_topics, unreachable
 log = logging.getLogger("logstream.worker")
 
 AGENT_NAME = "logstream-score"
+DELIVERY_AGENT_NAME = "logstream-deliver"  # reads the alerts topic back for the HTTP sinks
 RECENT_ALERTS = 10_000  # alerts kept in memory so HTTP feedback needs no search of the alerts topic
 
 
@@ -254,13 +255,23 @@ class BatchProcessor:
                 self.recent_alerts.popitem(last=False)
             pending.append(await self.alerts_topic.send(key=alert.stream.encode(), value=alert.to_bytes()))
             ALERTS.labels(sink="topic").inc()  # the default sink counts too (the webhooks count on delivery)
-            for sink in self.sinks:
-                if not sink.submit_nowait(alert):  # a slow receiver must not hold up scoring
-                    DEAD_LETTERS.labels(kind="alert_delivery").inc()
-                    pending.append(await self._send_alert_dead_letter(
-                        alert, f"{sink.kind} sink {sink.url}: delivery queue full "
-                               f"({self.settings.alerts.queue_size} alerts)"))
-        return pending
+        return pending  # the HTTP sinks take the alerts from the topic (``deliver``): a crash loses none
+
+    async def deliver(self, values: list[bytes | None]) -> None:
+        """Hand alerts read back from the alerts topic to every HTTP sink and wait until each was
+        delivered or dead-lettered: only then are their offsets committed, so alerts a crash caught
+        on their way are delivered after the restart (again, with the same ``webhook-id``)."""
+        alerts = []
+        for value in values:
+            try:
+                alerts.append(Alert.from_bytes(value))
+            except (ValueError, TypeError) as exc:  # not ours: nothing a receiver could use
+                log.warning("skipping a record of the alerts topic that is not an alert: %s", exc)
+        await self.start()
+        for sink in self.sinks:
+            for alert in alerts:
+                await sink.submit(alert)  # waits while the sink's queue is full
+        await asyncio.gather(*(sink.wait_idle() for sink in self.sinks))
 
     async def _dead_letter(self, reason: str, kind: DeadLetterKind, message: InputMessage) -> asyncio.Future:
         DEAD_LETTERS.labels(kind=kind).inc()
@@ -351,8 +362,8 @@ class BatchProcessor:
             await asyncio.wait_for(self.flush_groups(force=True), self.settings.worker.shutdown_timeout_s)
         except Exception as exc:  # shutting down anyway: say what was lost
             log.error("could not publish the last alert count updates: %r", exc)
-        for sink in self.sinks:
-            await sink.close(self.settings.worker.shutdown_timeout_s)
+        for sink in self.sinks:  # what is not delivered by then waits on the alerts topic for the next start
+            await sink.close(self.settings.worker.shutdown_timeout_s, keep_queued=True)
         self.model.close()
 
 
@@ -461,11 +472,29 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
                                raw_topic(kafka.scores_topic) if kafka.scores_topic else None,
                                inflight=InflightLog(data_dir / "inflight.json"))
 
+    if processor.sinks:
+        @app.agent(raw_topic(kafka.alerts_topic), name=DELIVERY_AGENT_NAME)
+        async def deliver_alerts(stream):
+            async for events in stream.take_events(64, within=worker.batch_within_s):
+                try:
+                    await processor.deliver([event.value for event in events])
+                except asyncio.CancelledError:  # stopping: what is not delivered yet is delivered next start
+                    abandon(events)
+                    raise
+                except Exception as exc:  # never ack alerts that were not handed over
+                    abandon(events)
+                    log.exception("unexpected error delivering alerts; stopping so that a restart delivers them")
+                    await app.crash(exc)
+                    return
+
     @app.agent(raw_topic(kafka.input_topic), name=AGENT_NAME)
     async def score_lines(stream):
         async for events in stream.take_events(worker.batch_size, within=worker.batch_within_s):
             try:
                 await processor.process([InputMessage.from_event(event) for event in events])
+            except asyncio.CancelledError:  # stopping mid-batch: a restart reads the batch again
+                abandon(events)
+                raise
             except PublishFailed as exc:
                 abandon(events)
                 log.error("%s; stopping so that a restart reads the batch again", exc)
