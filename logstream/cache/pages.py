@@ -25,6 +25,7 @@ budget, and by default it is off.
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 from collections import OrderedDict
@@ -230,18 +231,17 @@ class PagedPool:
 
     def _make_room(self, n: int, keep: set[str]) -> None:
         """Free pool pages until ``n`` are free: shrink, then move to the host or disk tier, then forget."""
-        for sid in list(self._shrinkable):
+        for sid in _oldest(self._shrinkable, keep):
             if len(self._free) >= n:
                 return
-            if sid not in keep:
-                state = self.streams[sid]
-                self._keep_from(state, state.length - self.shrink_to)
-                del self._shrinkable[sid]
-                self._counters["shrunk"] += 1
-        for sid in list(self._tier[POOL]):
+            state = self.streams[sid]
+            self._keep_from(state, state.length - self.shrink_to)
+            del self._shrinkable[sid]
+            self._counters["shrunk"] += 1
+        for sid in _oldest(self._tier[POOL], keep):
             if len(self._free) >= n:
                 return
-            if sid not in keep and self.streams[sid].pages:
+            if self.streams[sid].pages:
                 self._evict(sid, self.streams[sid])
         if len(self._free) < n:
             raise RuntimeError(f"no room for {n} pages: every page is held by a stream of this pass")
@@ -259,6 +259,9 @@ class PagedPool:
 
     def _evict(self, stream_id: str, state: PagedStream) -> None:
         """Move a cold stream out of the pool: to the host tier, else the disk tier, else forget it."""
+        if self.host_bytes_limit == 0 and self.disk is None:  # no tier to move it to: nothing to copy
+            self._forget(stream_id)
+            return
         keys, values = self._read_pages(state.pages)
         self._free.extend(state.pages)
         state.pages = []
@@ -289,11 +292,10 @@ class PagedPool:
 
     def _to_disk_or_forget(self, stream_id: str, state: PagedStream, keys: Tensor, values: Tensor) -> None:
         if self.disk is not None:
-            for sid in list(self._tier[DISK]):  # room on disk: forget its least recently used streams
+            for sid in _oldest(self._tier[DISK], {stream_id}):  # room on disk: forget its oldest streams
                 if self.disk.free_pages() >= keys.shape[1]:
                     break
-                if sid != stream_id:
-                    self._forget(sid)
+                self._forget(sid)
             if self.disk.free_pages() >= keys.shape[1]:
                 self._move(stream_id, state, DISK)
                 state.disk, state.host = self.disk.write(keys, values), None
@@ -303,14 +305,13 @@ class PagedPool:
     def _enforce_host_budget(self, keep: str) -> None:
         if self.host_bytes_limit is None:
             return
-        for sid in list(self._tier[HOST]):
+        for sid in _oldest(self._tier[HOST], {keep}):
             if self._host_bytes <= self.host_bytes_limit:
                 return
-            if sid != keep:
-                state = self.streams[sid]
-                keys, values = state.host
-                self._host_bytes -= _nbytes(keys, values)
-                self._to_disk_or_forget(sid, state, keys, values)
+            state = self.streams[sid]
+            keys, values = state.host
+            self._host_bytes -= _nbytes(keys, values)
+            self._to_disk_or_forget(sid, state, keys, values)
 
     def _restore(self, stream_id: str, state: PagedStream, keep: set[str]) -> None:
         if state.tier == HOST:
@@ -367,6 +368,21 @@ class PagedPool:
             host_bytes=self._host_bytes, streams_on_disk=tiers[DISK],
             disk_bytes=disk_pages * (self.disk.page_bytes if self.disk else 0), page_tokens=self.page_tokens,
             **self._counters)
+
+
+def _oldest(order: OrderedDict, keep: set[str], step: int = 64):
+    """The entries of an LRU order, oldest first, but ``keep``: a few at a time, so that making room in
+    a pool of 100,000 streams costs what it frees, not a copy of the whole order (which the caller
+    changes while it goes: what it moves out is not met again)."""
+    passed: set[str] = set()
+    while True:
+        batch = list(itertools.islice((s for s in order if s not in keep and s not in passed), step))
+        if not batch:
+            return
+        for sid in batch:
+            if sid in order:
+                passed.add(sid)
+                yield sid
 
 
 def _nbytes(*tensors: Tensor) -> int:
