@@ -15,6 +15,12 @@ import pytest
 from logstream.service.broker import BrokerError, EmbeddedBroker, free_port
 
 
+def _default_interrupt() -> None:
+    """Ctrl-C as a terminal's process gets it: a test run started in the background of a non-interactive
+    shell passes SIGINT on ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def listening(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
@@ -29,7 +35,7 @@ def test_the_broker_command_stops_its_broker_process(sig):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOGSTREAM_")}
     process = subprocess.Popen([sys.executable, "-m", "logstream.cli", "broker", "--port", str(port)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                               start_new_session=True)
+                               start_new_session=True, preexec_fn=_default_interrupt)
     try:
         assert "broker listening on" in process.stdout.readline()  # our line; the broker's log is on stderr
         assert listening(port)
