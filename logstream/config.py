@@ -420,10 +420,16 @@ class WorkerSettings(Section):
     alert_flush_interval_s: float = Field(1.0, gt=0, description="how often grouped alerts' count "
                                           "updates are checked for")
     lag_interval_s: float = Field(5.0, gt=0, description="how often the consumer lag gauge is updated")
+    broker_check_interval_s: float = Field(2.0, gt=0, description="how often the worker asks the broker for its "
+                                           "metadata: /readyz says not ready, and logstream_broker_up reads 0, "
+                                           "while it does not answer within this long")
     state_interval_s: float = Field(60.0, gt=0, description="how often what the adaptive thresholds learned is "
                                     "saved to data_dir (and at shutdown), so a restart is not a cold start")
     publish_timeout_s: float = Field(30.0, gt=0, description="longest wait for Kafka to acknowledge a "
-                                     "record; past it the worker stops without committing the batch")
+                                     "record before it is sent again")
+    publish_retry_for_s: float | None = Field(None, gt=0, description="how long records Kafka does not take are "
+                                              "sent again before the worker stops without committing the batch; "
+                                              "none: until the broker is back (readiness says not ready meanwhile)")
     shutdown_timeout_s: float = Field(10.0, ge=0, description="at shutdown, longest wait for the alert "
                                       "sinks to deliver what they hold (the rest is dead-lettered)")
     web_port: int | None = Field(None, description="Faust's own web server port; none disables it")
@@ -446,8 +452,10 @@ class TailSettings(Section):
     checkpoint_interval_s: float = Field(1.0, gt=0, description="how often acknowledged offsets are saved")
     metrics_port: int | None = Field(9465, description="port of the tailer's own /metrics and /healthz (bound "
                                      "at metrics.host); none disables it; not served with --once")
-    ack_timeout_s: float = Field(30.0, gt=0, description="longest wait for Kafka to acknowledge a line "
-                                 "before the tailer stops with an error")
+    ack_timeout_s: float = Field(30.0, gt=0, description="longest wait for Kafka to acknowledge a line; past "
+                                 "it the tailer starts again from its checkpoint (with --once: stops with an error)")
+    reconnect_max_s: float = Field(30.0, gt=0, description="longest wait between attempts to reach Kafka again "
+                                   "(1 s, doubling up to this)")
 
 
 ENV_PREFIX = "LOGSTREAM_"

@@ -52,7 +52,8 @@ class EngineConfig:
     # "auto": 2 GiB, none for pages on a CPU (where the pool is host memory already)
     max_chunk_tokens: int = 512  # longer chunks are split (exactly) into pieces of this size
     max_batch_tokens: int = 8192  # padded tokens per forward pass (bounds the score tensors' memory)
-    rebase_interval: int = 1 << 16  # keep RoPE positions below this (plus L and one chunk)
+    rebase_interval: int = 1 << 14  # keep RoPE positions below this (plus L and one chunk): the rotation
+    # tables stay small, and a rebase (rotating a window's keys once) every 16k tokens costs little
     layout: str = "paged"  # "paged": pages of page_tokens (PagedPool); "slots": one L-token slot per stream
     page_tokens: int = 32
     kv_dtype: torch.dtype | str | None = None  # how keys and values are stored: None: the model's dtype;
@@ -245,9 +246,7 @@ class StreamingEngine:
             if state.length + len(chunk.tokens) - state.base > self.config.rebase_interval:
                 self._rebase(state)
         T = max(lengths)
-        tokens = torch.zeros(len(chunks), T, dtype=torch.long, device=device)
-        for row, chunk in enumerate(chunks):
-            tokens[row, : lengths[row]] = torch.as_tensor(list(chunk.tokens), dtype=torch.long)
+        tokens = torch.tensor([list(c.tokens) + [0] * (T - len(c.tokens)) for c in chunks], device=device)
         if self.paged:
             attention = PagedAttention(states, lengths, self.pool, self.sink, self.model.rotary, self.dtype)
             last = torch.stack([self.sink.last_hidden if s.last_hidden is None else s.last_hidden for s in states])
@@ -267,16 +266,20 @@ class StreamingEngine:
         # Token i is predicted by the hidden state before it: the stream's last one for i = 0.
         # Only real (unpadded) tokens go through the output layer: it is the largest matmul.
         predictors = torch.cat((last[:, None], hidden[:, :-1]), dim=1)
-        real = attention.valid  # [B, T]
-        logits = self.model.logits(predictors[real])  # [N, V] float32
+        real = attention.valid  # [B, T]; None: no padding
+        if real is None:
+            predictors, real_tokens, real_hidden = predictors.flatten(0, 1), tokens.flatten(), hidden.flatten(0, 1)
+        else:
+            predictors, real_tokens, real_hidden = predictors[real], tokens[real], hidden[real]
+        logits = self.model.logits(predictors)  # [N, V] float32
         # log p(token) = logit - lse; entropy H = -sum p log p = lse - sum p * logit; one exp pass.
         top = logits.amax(-1, keepdim=True)
         e = (logits - top).exp_()
         z = e.sum(-1)
         lse = top[:, 0] + z.log()
-        token_logprobs = logits.gather(-1, tokens[real][:, None])[:, 0] - lse
+        token_logprobs = logits.gather(-1, real_tokens[:, None])[:, 0] - lse
         entropy = lse - (e * logits).sum(-1) / z
-        next_all = torch.log_softmax(self.model.logits(hidden[real]), dim=-1) if return_distributions else None
+        next_all = torch.log_softmax(self.model.logits(real_hidden), dim=-1) if return_distributions else None
 
         out = []
         offsets = [0]

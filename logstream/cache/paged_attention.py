@@ -27,8 +27,7 @@ import math
 import torch
 from torch import Tensor
 
-from ..model.llama import Rotary, apply_rope
-from .attention import _bias
+from ..model.llama import Rotary, apply_rope_signed
 from .pages import PAD_PAGE, PagedPool, PagedStream
 from .sink import SinkPrefix
 
@@ -41,50 +40,52 @@ class PagedAttention:
         self.pool, self.sink, self.dtype = pool, sink, dtype
         device, P, L, S = pool.device, pool.page_tokens, pool.window, sink.length
         B, T = len(states), max(lengths)
+        # A pass costs about a fixed number of ops, whatever its size: what is per row or per token is
+        # worked out here in Python, and the tensors are made in a few calls.
         starts = [s.length for s in states]
-        firsts = [s.first for s in states]
-        los = [max(f, st - L) for f, st in zip(firsts, starts)]
-        tables = []
-        for state, lo, n in zip(states, los, lengths):  # pages of the tokens lo .. start + n - 1
-            begin = lo // P - state.page0
-            tables.append(state.pages[begin:(state.length + n - 1) // P - state.page0 + 1])
-        self.pages_per_row = max(len(t) for t in tables)
-        as_tensor = lambda values: torch.tensor(values, device=device, dtype=torch.long)  # noqa: E731
-        start_t, first_t, n_t = as_tensor(starts), as_tensor(firsts), as_tensor(lengths)
-        base_t = as_tensor([s.base for s in states])
+        los = [max(s.first, start - L) for s, start in zip(states, starts)]
+        tables, flat = [], []
+        for state, start, lo, n in zip(states, starts, los, lengths):  # pages of the tokens lo .. start + n - 1
+            pages, page0 = state.pages, state.page0
+            tables.append(pages[lo // P - page0:(start + n - 1) // P - page0 + 1])
+            flat.extend(pages[q // P - page0] * P + q % P for q in range(start, start + n))
+        self.pages_per_row = max(len(t_) for t_ in tables)
+        W = self.pages_per_row * P
+        table = [page for t_ in tables for page in t_ + [PAD_PAGE] * (self.pages_per_row - len(t_))]
+        per_row = torch.tensor([[start, start - s.base, min(start - s.first, L), start - lo // P * P, n]
+                                for s, start, lo, n in zip(states, starts, los, lengths)], device=device)
+        self.table = torch.tensor(table, device=device)
+        self.write_flat = torch.tensor(flat, device=device)
+        start_t, rel_t, span_t, from_page_t, n_t = per_row.unbind(1)
 
         i = torch.arange(T, device=device)
-        t = start_t[:, None] + i  # [B, T] stream index of every new token
-        self.valid = i[None, :] < n_t[:, None]
-        # the query rotated twice in one call: at t - base for the window, at S + w for the sinks
-        w = torch.clamp(t - first_t[:, None], max=L)
-        cos, sin = rotary.cos_sin(torch.stack((t - base_t[:, None], S + w), dim=1), dtype)  # [B, 2, T, hd]
+        self.unpadded = min(lengths) == T  # every row full: the new tokens are taken as they lie
+        self.valid = None if self.unpadded else i < n_t[:, None]  # [B, T]
+        # the query rotated twice in one call: at t - base for the window, at S + w for the sinks,
+        # w = min(t - first, L): the distance to the sinks of a window that holds w tokens
+        span = torch.clamp(span_t[:, None] + i, max=L)  # [B, T] = w
+        positions = torch.stack((rel_t[:, None] + i, S + span), dim=1)  # [B, 2, T]
+        cos_table, sin_table = rotary.table(int(positions.max()) + 1, device, dtype)
+        cos, sin = cos_table[positions], sin_table[positions]  # [B, 2, T, hd]
         self.cos_k, self.sin_k = cos[:, :1], sin[:, :1]  # [B, 1, T, hd]: the new keys' stable positions
         scale = 1.0 / math.sqrt(pool.head_dim)  # the softmax scale, folded into the query's rotation
         self.cos_q, self.sin_q = cos[:, None] * scale, sin[:, None] * scale  # [B, 1, 2, T, hd] vs q [B, H, 1, T, hd]
 
-        self.table = as_tensor([t_ + [PAD_PAGE] * (self.pages_per_row - len(t_)) for t_ in tables]).flatten()
-        W = self.pages_per_row * P
-        lo_page_start = as_tensor([lo // P * P for lo in los])
-        p = lo_page_start[:, None] + torch.arange(W, device=device)  # [B, W] stream index of each key
-        oldest = torch.maximum(first_t[:, None], t - L)  # [B, T] the oldest token each query sees
-        visible = ((p[:, None, :] >= oldest[:, :, None]) & (p[:, None, :] <= t[:, :, None])
-                   & (p[:, None, :] < (start_t + n_t)[:, None, None]))
-        self.window_bias = _bias(visible, dtype)  # [B, 1, 1, T, W]
-
-        # Where the new keys go: page * P + offset in the flat pool, every real token of the pass.
-        rows, cols = self.valid.nonzero(as_tuple=True)
-        positions = t[rows, cols].tolist()
-        flat = [states[r].pages[q // P - states[r].page0] * P + q % P for r, q in zip(rows.tolist(), positions)]
-        self.write_rows, self.write_cols, self.write_flat = rows, cols, as_tensor(flat)
-        self.unpadded = min(lengths) == T  # every row full: the new tokens are taken as they lie
+        # Gathered key j of a row is its stream token lo_page * P + j; query t (at d = t - that
+        # token from it) sees it when 0 <= d <= w. (Keys past a row's last real token are seen only
+        # by its padding, whose outputs are dropped.)
+        d = (from_page_t[:, None] + i)[:, :, None] - torch.arange(W, device=device)  # [B, T, W]
+        visible = (d >= 0) & (d <= span[:, :, None])
+        self.window_bias = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill_(
+            ~visible, float("-inf"))[:, None, None]  # [B, 1, 1, T, W]
+        if not self.unpadded:
+            self.write_rows, self.write_cols = self.valid.nonzero(as_tuple=True)
 
     def _window(self, tensor: Tensor) -> Tensor:
         """[B, Hkv, W, hd] of one layer's pages, widened to the model's dtype."""
         pool = self.pool
         gathered = tensor.index_select(0, self.table)  # [B * pages, P, Hkv, hd]
-        B = self.valid.shape[0]
-        gathered = gathered.view(B, self.pages_per_row * pool.page_tokens, pool.n_kv_heads, pool.head_dim)
+        gathered = gathered.view(-1, self.pages_per_row * pool.page_tokens, pool.n_kv_heads, pool.head_dim)
         return gathered.transpose(1, 2).to(self.dtype)
 
     def __call__(self, layer: int, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
@@ -92,7 +93,7 @@ class PagedAttention:
         Hkv = k.shape[1]
         keys, values = self.pool.keys[layer], self.pool.values[layer]
         # this pass's keys and values into their pages first: read back with the history below
-        k_new = apply_rope(k, self.cos_k, self.sin_k)
+        k_new = apply_rope_signed(k, self.cos_k, self.sin_k)
         if self.unpadded:
             new_k, new_v = k_new.transpose(1, 2).reshape(-1, Hkv, hd), v.transpose(1, 2).reshape(-1, Hkv, hd)
         else:
@@ -102,7 +103,7 @@ class PagedAttention:
 
         # Grouped-query attention: the G = H / Hkv query heads sharing a KV head are laid out as
         # G*T rows against that head's keys, so every product is a plain batched matmul.
-        rotated = apply_rope(q[:, :, None], self.cos_q, self.sin_q)  # [B, H, 2, T, hd], scaled
+        rotated = apply_rope_signed(q[:, :, None], self.cos_q, self.sin_q)  # [B, H, 2, T, hd], scaled
         q_win = rotated[:, :, 0].reshape(B, Hkv, -1, hd)
         q_sink = rotated[:, :, 1].reshape(B, Hkv, -1, hd)
         window_k, window_v = self._window(keys), self._window(values)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import signal
 import sys
 from pathlib import Path
+
+log = logging.getLogger("logstream.tail")
 
 
 def add_arguments(p):
@@ -34,32 +38,44 @@ def run(args, settings) -> int:
     tail = settings.tail.model_copy(update={k: v for k, v in tail_updates.items() if v is not None})
     from . import kafka_settings
 
-    tailer = FileTailer(args.paths, tail, kafka_settings(settings, args.bootstrap_servers))
+    kafka = kafka_settings(settings, args.bootstrap_servers)
+    make_tailer = lambda: FileTailer(args.paths, tail, kafka)  # noqa: E731
+    make_tailer()  # bad paths and settings are start-up errors
     try:
         # bound before anything is read, so a port in use is a clear start-up error
         http_socket = None if args.once or tail.metrics_port is None else bind(
             settings.metrics.host, tail.metrics_port, setting="tail.metrics_port")
-        asyncio.run(_tail_until_signalled(tailer, args.once, http_socket))
+        asyncio.run(_tail_until_signalled(make_tailer, tail, args.once, http_socket))
     except (TailerError, KafkaUnavailable, KafkaError, OSError) as exc:
         print(f"logstream tail: error: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _tail_until_signalled(tailer, once: bool, http_socket=None) -> None:
+async def _tail_until_signalled(make_tailer, tail, once: bool, http_socket=None) -> None:
     """Run the tailer (and its metrics endpoint on ``http_socket``); the first SIGINT/SIGTERM stops it
     cleanly (flush, acks, checkpoint)."""
     from ..service.http_api import build_tailer_app, serve
 
     runner = await serve(build_tailer_app(), http_socket) if http_socket is not None else None
     try:
-        await _run(tailer, once)
+        await _run(make_tailer, tail, once)
     finally:
         if runner is not None:
             await runner.cleanup()
 
 
-async def _run(tailer, once: bool) -> None:
+async def _run(make_tailer, tail, once: bool) -> None:
+    """Tail until a signal. When Kafka goes away, the tailer stops with its checkpoint saved up to what
+    was acknowledged, waits (1 s, doubling up to ``tail.reconnect_max_s``) and starts again from the
+    checkpoint: lines written meanwhile wait in their files, and none is lost. With ``--once`` the
+    first failure is an error (a batch load wants an answer, not a wait)."""
+    from aiokafka.errors import KafkaError
+
+    from ..service.metrics import TAILER_BROKER_UP, TAILER_RECONNECTS
+    from ..service.tailer import TailerError
+    from ..service.topics import KafkaUnavailable
+
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
@@ -70,4 +86,24 @@ async def _run(tailer, once: bool) -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, request_stop)
-    await tailer.run(stop, once=once)
+    backoff = 1.0
+    while True:
+        tailer = make_tailer()
+        started = loop.time()
+        try:
+            await tailer.run(stop, once=once)
+            return
+        except (TailerError, KafkaUnavailable, KafkaError) as exc:
+            TAILER_BROKER_UP.set(0)
+            if once or stop.is_set():
+                raise
+            if loop.time() - started > 60:  # it had been running: a new outage starts at the shortest wait
+                backoff = 1.0
+            TAILER_RECONNECTS.inc()
+            log.warning("Kafka failed (%s); the checkpoint holds what it acknowledged; starting again from it "
+                        "in %.0f s", exc, backoff)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), backoff)
+        if stop.is_set():
+            return
+        backoff = min(backoff * 2, tail.reconnect_max_s)

@@ -45,9 +45,32 @@ class RMSNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         # Normalise in float32 like the reference implementation, whatever the model dtype; one fused
         # op where torch has it (a pass on a short line is mostly per-op overhead)
-        x32 = x if x.dtype == torch.float32 else x.float()
-        normed = F.rms_norm(x32, (x32.shape[-1],), eps=self.eps)
-        return self.weight * (normed if x.dtype == torch.float32 else normed.to(x.dtype))
+        if x.dtype == torch.float32:
+            return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+        return self.weight * F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps).to(x.dtype)
+
+
+def fused_weight(cache: dict, *linears: nn.Linear) -> tuple[Tensor, Tensor | None]:
+    """The weights (and biases) of linears that read the same input, concatenated: one matmul instead
+    of several (a pass on a short line is mostly per-op overhead).
+
+    Kept in ``cache`` while no weight changes (a parameter's version counter moves on every in-place
+    update: an optimizer step, a swap of new weights); rebuilt each call where autograd needs it.
+    """
+    params = [p for lin in linears for p in (lin.weight, lin.bias) if p is not None]
+    if torch.is_grad_enabled() and any(p.requires_grad for p in params):
+        return _cat(linears)
+    key = tuple((p.data_ptr(), p._version) for p in params)
+    if cache.get("key") != key:
+        cache["key"], cache["value"] = key, _cat(linears)
+    return cache["value"]
+
+
+def _cat(linears) -> tuple[Tensor, Tensor | None]:
+    weight = torch.cat([lin.weight for lin in linears])
+    if linears[0].bias is None:
+        return weight, None
+    return weight, torch.cat([lin.bias for lin in linears])
 
 
 # --- Rotary position embeddings -------------------------------------------------------------
@@ -63,6 +86,7 @@ class Rotary:
     def __init__(self, inv_freq: Tensor, attention_scaling: float = 1.0):
         self.inv_freq = inv_freq.double()
         self.scaling = attention_scaling
+        self._tables: dict = {}  # (device, dtype) -> (cos, signed sin) [positions, head_dim]
 
     def cos_sin(self, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
         """positions: integer tensor of any shape -> cos, sin of shape positions.shape + (head_dim,)."""
@@ -70,6 +94,19 @@ class Rotary:
         freqs = positions.double().unsqueeze(-1) * inv
         emb = torch.cat((freqs, freqs), dim=-1)
         return (emb.cos() * self.scaling).to(dtype), (emb.sin() * self.scaling).to(dtype)
+
+    def table(self, positions: int, device: torch.device, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """cos and *signed* sin for the positions 0 .. positions - 1, [positions, head_dim], the same
+        values as ``cos_sin`` (computed once, grown by doubling): a pass then rotates by indexing
+        instead of a dozen ops. The sin's first half is negated, for ``apply_rope_signed``."""
+        key = (torch.device(device), dtype)
+        cached = self._tables.get(key)
+        if cached is None or cached[0].shape[0] < positions:
+            n = max(positions, 2 * cached[0].shape[0] if cached is not None else 4096)
+            cos, sin = self.cos_sin(torch.arange(n, device=device), dtype)
+            half = sin.shape[-1] // 2
+            cached = self._tables[key] = (cos, torch.cat((-sin[:, :half], sin[:, half:]), dim=-1))
+        return cached
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -80,6 +117,12 @@ def rotate_half(x: Tensor) -> Tensor:
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
     """x: [..., T, head_dim]; cos/sin broadcastable to x."""
     return x * cos + rotate_half(x) * sin
+
+
+def apply_rope_signed(x: Tensor, cos: Tensor, signed_sin: Tensor) -> Tensor:
+    """``apply_rope`` with the sin's first half negated beforehand (``Rotary.table``): rotate_half(x)
+    * sin = roll(x) * signed_sin, the same values in one op instead of three."""
+    return x * cos + x.roll(x.shape[-1] // 2, dims=-1) * signed_sin
 
 
 # --- Attention backends -----------------------------------------------------------------------
@@ -133,14 +176,15 @@ class SelfAttention(nn.Module):
         self.k_proj = nn.Linear(args.dim, args.n_kv_heads * args.head_dim, bias=args.qkv_bias)
         self.v_proj = nn.Linear(args.dim, args.n_kv_heads * args.head_dim, bias=args.qkv_bias)
         self.o_proj = nn.Linear(args.n_heads * args.head_dim, args.dim, bias=args.o_bias)
+        self._qkv: dict = {}
 
     def forward(self, x: Tensor, layer: int, attention: Attention) -> Tensor:
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        H, Hkv, hd = self.n_heads, self.n_kv_heads, self.head_dim
+        qkv = F.linear(x, *fused_weight(self._qkv, self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = qkv.view(B, T, H + 2 * Hkv, hd).transpose(1, 2).split((H, Hkv, Hkv), dim=1)
         out = attention(layer, q, k, v)
-        return self.o_proj(out.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
+        return F.linear(out.transpose(1, 2).reshape(B, T, H * hd), self.o_proj.weight, self.o_proj.bias)
 
 
 class FeedForward(nn.Module):
@@ -149,9 +193,11 @@ class FeedForward(nn.Module):
         self.gate_proj = nn.Linear(args.dim, args.intermediate_size, bias=args.mlp_bias)
         self.up_proj = nn.Linear(args.dim, args.intermediate_size, bias=args.mlp_bias)
         self.down_proj = nn.Linear(args.intermediate_size, args.dim, bias=args.mlp_bias)
+        self._gate_up: dict = {}
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = F.linear(x, *fused_weight(self._gate_up, self.gate_proj, self.up_proj)).chunk(2, dim=-1)
+        return F.linear(F.silu(gate) * up, self.down_proj.weight, self.down_proj.bias)
 
 
 class DecoderLayer(nn.Module):

@@ -46,6 +46,7 @@ class EmbeddedBroker:
     stall the broker)."""
 
     port: int = field(default_factory=free_port)
+    advertised_port: int | None = None  # clients are sent here (a FaultProxy in front of it); default: port
     process: subprocess.Popen | None = None
     forward_log: bool = False
     _log: IO[bytes] | None = None
@@ -56,9 +57,10 @@ class EmbeddedBroker:
 
     def start(self, timeout_s: float = 20.0) -> "EmbeddedBroker":
         url = f"tcp://127.0.0.1:{self.port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port or self.port}"
         self._log = None if self.forward_log else tempfile.TemporaryFile(prefix="logstream-broker-")
         self.process = subprocess.Popen(
-            [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+            [broker_binary(), "broker", "--listener-url", url, "--advertised-listener-url", advertised,
              "--storage-engine", "memory://tansu/"],
             # Tansu writes its log to stdout: forwarded, it goes to our stderr (stdout stays ours)
             stdout=self._log or sys.stderr, stderr=self._log or sys.stderr, start_new_session=True,

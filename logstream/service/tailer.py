@@ -44,7 +44,7 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from ..config import KafkaSettings, TailSettings
 from .envelope import LogEnvelope
-from .metrics import TAILER_FILES, TAILER_LINES, TAILER_TRUNCATED
+from .metrics import TAILER_BROKER_UP, TAILER_FILES, TAILER_LINES, TAILER_TRUNCATED
 from .topics import ensure_topics, unreachable
 
 log = logging.getLogger("logstream.tail")
@@ -350,6 +350,7 @@ class FileTailer:
             self._dormant = {cp.file_id: cp for cp in self.store.load()}
             await ensure_topics(self.kafka, [self.kafka.input_topic])
             self._producer = await start_producer(self.kafka, self.tail.ack_timeout_s)
+            TAILER_BROKER_UP.set(1)
             try:
                 first = True
                 while True:

@@ -39,12 +39,14 @@ from faust.types.tuples import ack_lock
 from ..alerts import Alert, AlertGrouper, build_sinks
 from ..alerts.sinks import HttpSink
 from ..config import KafkaSettings, Settings
+from .broker_watch import BrokerWatch
 from .envelope import EnvelopeError, LogEnvelope, decode_entries
 from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
 from .inflight import InflightLog
 from .kafka_transport import use_fetch_wait
-from .metrics import (ADAPT_ROUNDS, ALERTS, CONSUMER_LAG, DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED,
-                      FEEDBACK_INVALID, MODEL_SWAP_FAILURES, READY, TRUNCATED_LINES, initialise_labels)
+from .metrics import (ADAPT_ROUNDS, ALERTS, BROKER_OUTAGE_SECONDS, BROKER_OUTAGES, BROKER_UP, CONSUMER_LAG,
+                      DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED, FEEDBACK_INVALID, MODEL_SWAP_FAILURES, PUBLISH_RETRIES, READY,
+                      TRUNCATED_LINES, initialise_labels)
 from .model_worker import EntryMeta, ModelWorker, Scored
 from .records import DeadLetterKind, DeadLetterRecord
 from .streams import StreamRouter
@@ -59,6 +61,20 @@ RECENT_ALERTS = 10_000  # alerts kept in memory so HTTP feedback needs no search
 
 class PublishFailed(RuntimeError):
     """Kafka did not acknowledge a record the worker had to publish."""
+
+
+@dataclass
+class Pending:
+    """A record on its way to Kafka, kept so that it can be sent again if the broker does not take it."""
+
+    topic: object
+    key: bytes | None
+    value: bytes
+    future: asyncio.Future
+
+
+async def _sent(topic, key: bytes | None, value: bytes) -> Pending:
+    return Pending(topic, key, value, await topic.send(key=key, value=value))
 
 
 def broker_urls(bootstrap_servers: str) -> list[str]:
@@ -183,7 +199,7 @@ class BatchProcessor:
         self.inflight.done(keys)
 
     async def _process(self, messages: Sequence[InputMessage]) -> None:
-        pending: list[asyncio.Future] = []  # deliveries Kafka must acknowledge before the batch is done
+        pending: list[Pending] = []  # deliveries Kafka must acknowledge before the batch is done
         entries: list[tuple[str, str, EntryMeta]] = []
         sources: list[InputMessage] = []
         for message in messages:
@@ -239,21 +255,20 @@ class BatchProcessor:
             await self._acknowledged(await self._publish_alerts(alerts))
         return len(alerts)
 
-    async def _publish_scores(self, scored: list[Scored]) -> list[asyncio.Future]:
+    async def _publish_scores(self, scored: list[Scored]) -> list[Pending]:
         if self.scores_topic is None:
             return []
         version = self.model.model_version
-        return [await self.scores_topic.send(key=s.stream.encode(), value=s.record(version).to_bytes())
-                for s in scored]
+        return [await _sent(self.scores_topic, s.stream.encode(), s.record(version).to_bytes()) for s in scored]
 
-    async def _publish_alerts(self, alerts: list[Alert]) -> list[asyncio.Future]:
+    async def _publish_alerts(self, alerts: list[Alert]) -> list[Pending]:
         pending = []
         for alert in alerts:
             self.recent_alerts[alert.alert_id] = alert
             self.recent_alerts.move_to_end(alert.alert_id)
             if len(self.recent_alerts) > RECENT_ALERTS:
                 self.recent_alerts.popitem(last=False)
-            pending.append(await self.alerts_topic.send(key=alert.stream.encode(), value=alert.to_bytes()))
+            pending.append(await _sent(self.alerts_topic, alert.stream.encode(), alert.to_bytes()))
             ALERTS.labels(sink="topic").inc()  # the default sink counts too (the webhooks count on delivery)
         return pending  # the HTTP sinks take the alerts from the topic (``deliver``): a crash loses none
 
@@ -273,31 +288,46 @@ class BatchProcessor:
                 await sink.submit(alert)  # waits while the sink's queue is full
         await asyncio.gather(*(sink.wait_idle() for sink in self.sinks))
 
-    async def _dead_letter(self, reason: str, kind: DeadLetterKind, message: InputMessage) -> asyncio.Future:
+    async def _dead_letter(self, reason: str, kind: DeadLetterKind, message: InputMessage) -> Pending:
         DEAD_LETTERS.labels(kind=kind).inc()
         log.warning("dead letter (%s) %s[%s]@%s: %s", kind, message.topic, message.partition, message.offset,
                     reason)
         record = DeadLetterRecord.for_message(reason, kind, topic=message.topic, partition=message.partition,
                                               offset=message.offset, key=message.key, value=message.value)
-        return await self.dead_letter_topic.send(key=message.key, value=record.to_bytes())
+        return await _sent(self.dead_letter_topic, message.key, record.to_bytes())
 
-    async def _send_alert_dead_letter(self, alert: Alert, reason: str) -> asyncio.Future:
+    async def _send_alert_dead_letter(self, alert: Alert, reason: str) -> Pending:
         record = DeadLetterRecord.for_message(
             reason, "alert_delivery", topic=self.settings.kafka.input_topic, partition=alert.partition,
             offset=alert.offset, key=alert.stream.encode(), value=alert.to_bytes())
-        return await self.dead_letter_topic.send(key=alert.stream.encode(), value=record.to_bytes())
+        return await _sent(self.dead_letter_topic, alert.stream.encode(), record.to_bytes())
 
     async def dead_letter_alert(self, alert: Alert, reason: str) -> None:
         """The sinks' callback for an alert they could not deliver (they count it in the metrics)."""
         await self._acknowledged([await self._send_alert_dead_letter(alert, reason)])
 
-    @staticmethod
-    async def _acknowledged(pending: list[asyncio.Future]) -> None:
-        results = await asyncio.gather(*pending, return_exceptions=True)
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            raise PublishFailed(f"Kafka did not acknowledge {len(failures)} of {len(pending)} records: "
-                                f"{failures[0]!r}")
+    async def _acknowledged(self, pending: list[Pending]) -> None:
+        """Wait until Kafka acknowledged every record; send the failed ones again (1 s, doubling up to
+        30 s between tries) while the broker is away, for at most ``worker.publish_retry_for_s``. The
+        batch's offsets are not committed meanwhile, so a crash or a stop loses nothing either way."""
+        worker = self.settings.worker
+        started, wait = asyncio.get_running_loop().time(), 1.0
+        while pending:
+            results = await asyncio.gather(*(p.future for p in pending), return_exceptions=True)
+            failed = [p for p, r in zip(pending, results) if isinstance(r, BaseException)]
+            if not failed:
+                return
+            error = next(r for r in results if isinstance(r, BaseException))
+            waited = asyncio.get_running_loop().time() - started
+            if worker.publish_retry_for_s is not None and waited + wait > worker.publish_retry_for_s:
+                raise PublishFailed(f"Kafka did not acknowledge {len(failed)} of {len(pending)} records in "
+                                    f"{waited:.0f} s: {error!r}")
+            PUBLISH_RETRIES.inc(len(failed))
+            log.warning("Kafka did not acknowledge %d of %d records (%r); sending them again in %.0f s (the "
+                        "batch's offsets wait)", len(failed), len(pending), error, wait)
+            await asyncio.sleep(wait)
+            wait = min(2 * wait, 30.0)
+            pending = [await _sent(p.topic, p.key, p.value) for p in failed]
 
     # -- operator feedback ------------------------------------------------------------------------
 
@@ -515,7 +545,8 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
         if http_socket is not None:
             from .http_api import build_http_app, serve
 
-            await serve(build_http_app(lambda: processor.assigned_once, processor.submit_feedback), http_socket)
+            await serve(build_http_app(lambda: processor.assigned_once and watch.reachable, processor.submit_feedback),
+                        http_socket)
 
     @app.task
     async def follow_feedback():
@@ -566,10 +597,18 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
 
     @app.timer(worker.lag_interval_s, name="logstream-consumer-lag")
     async def consumer_lag():
-        try:
-            await update_consumer_lag(app, kafka.input_topic)
+        try:  # bounded: while the broker is away the request would wait for as long as the outage
+            await asyncio.wait_for(update_consumer_lag(app, kafka.input_topic), worker.broker_check_interval_s * 2)
         except Exception as exc:  # the gauge is informative; never let it stop the worker
             log.debug("consumer lag not available: %r", exc)
+
+    watch = BrokerWatch(kafka, BROKER_UP, BROKER_OUTAGES, BROKER_OUTAGE_SECONDS,
+                        timeout_s=worker.broker_check_interval_s)
+
+    @app.timer(worker.broker_check_interval_s, name="logstream-broker-check")
+    async def broker_check():
+        await watch.check()
+        READY.set(1 if processor.assigned_once and watch.reachable else 0)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(app, revoked, **kwargs):
@@ -582,6 +621,7 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
     @app.on_before_shutdown.connect
     async def on_shutdown(app, **kwargs):
         await processor.close()
+        await watch.close()
 
     return app
 

@@ -1,0 +1,105 @@
+"""The fixed cost of a pass: CPU-ms of one call that scores one token, or one 17-token line, of one
+stream whose window is full, for this tree and for an earlier revision, measured side by side.
+
+    python benchmarks/per_call.py --against d8b24ca^     # the engine when issue 12 was filed
+
+Each tree is measured in its own process (``PYTHONPATH`` pointing at a ``git worktree`` of the
+revision), in alternating rounds, and each figure is the best round: on a shared machine the
+noise only ever adds time, so the minimum is the steadiest estimate of what a call costs. The
+service's cache settings are used for this tree (``Settings().cache``); the earlier revision runs
+its own defaults. Same model for both: this tree's shipped one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE = list(range(5, 22))  # 17 token ids the shipped model knows
+
+MEASURE = r"""
+import json, sys, time, torch
+torch.set_num_threads(1)
+from logstream.cache.engine import StreamingEngine, Chunk, EngineConfig
+from logstream.scoring.scorer import load_scorer
+model_dir, layout, calls, line = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
+scorer = load_scorer(model_dir, device="cpu", dtype="float32")
+try:
+    from logstream.config import Settings
+    conf = Settings().cache.engine_config()
+except Exception:  # a revision without the setting
+    conf = EngineConfig()
+import dataclasses
+if layout != "default":
+    conf = dataclasses.replace(conf, layout=layout, slots=64)
+out = {}
+for tokens in (1, len(line)):
+    engine = StreamingEngine(scorer.loaded.model, scorer.sink_tokens, conf)
+    while engine.stream_length("s") < conf.window + 64:
+        engine.score([Chunk("s", line * 8)])
+    for _ in range(10):
+        engine.score([Chunk("s", line[:tokens])])
+    started = time.process_time()
+    for _ in range(calls):
+        engine.score([Chunk("s", line[:tokens])])
+    out[tokens] = 1000 * (time.process_time() - started) / calls
+print(json.dumps(out))
+"""
+
+
+def measure(tree: Path, layout: str, model: Path, calls: int) -> dict[int, float]:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(model), layout, str(calls), json.dumps(LINE)],
+                          cwd=tree, env=env, capture_output=True, text=True, check=True)
+    return {int(k): v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", default="d8b24ca^", help="the earlier revision (default: the engine when "
+                        "issue 12 was filed)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=None, help="write a markdown table here")
+    args = parser.parse_args(argv)
+    model = ROOT / "logstream" / "assets" / "default-model"
+    with tempfile.TemporaryDirectory(prefix="logstream-per-call-") as scratch:
+        old = Path(scratch) / "old"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), args.against],
+                       check=True, capture_output=True)
+        try:
+            trees = {f"{args.against} (default layout)": (old, "default"),
+                     "this tree, slots layout": (ROOT, "slots"),
+                     "this tree, paged (service default)": (ROOT, "default")}
+            best: dict[str, dict[int, float]] = {}
+            started = time.time()
+            for round_ in range(args.rounds):
+                for name, (tree, layout) in trees.items():
+                    got = measure(tree, layout, model, args.calls)
+                    best[name] = {k: min(v, best.get(name, {}).get(k, float("inf"))) for k, v in got.items()}
+                print(f"[{time.time() - started:5.0f}s] round {round_ + 1}: "
+                      + "; ".join(f"{n}: {b[1]:.2f} / {b[len(LINE)]:.2f} ms" for n, b in best.items()), flush=True)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)
+    reference = best[next(iter(trees))]
+    rows = ["| engine | 1 token: CPU-ms | cheaper than the reference | 17 tokens: CPU-ms | cheaper than the reference |",
+            "|---|---|---|---|---|"]
+    for name, b in best.items():
+        rows.append(f"| {name} | {b[1]:.2f} | {reference[1] / b[1]:.2f}x | {b[len(LINE)]:.2f} "
+                    f"| {reference[len(LINE)] / b[len(LINE)]:.2f}x |")
+    table = "\n".join(rows)
+    print(table)
+    if args.out:
+        args.out.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
