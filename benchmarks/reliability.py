@@ -49,7 +49,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from service_helpers import PARTITIONS, Scenario, WebhookReceiver, metric  # noqa: E402
+from service_helpers import PARTITIONS, Scenario, WebhookReceiver, metric, readiness  # noqa: E402
 
 from logstream.service.broker import EmbeddedBroker, free_port  # noqa: E402
 from logstream.service.faults import FaultProxy  # noqa: E402
@@ -330,7 +330,7 @@ def broker_outage(broker_unused, workdir: Path, outage_s: float, rate: float) ->
             proxy.cut()
             cut_at_line = writer.written
             time.sleep(outage_s)
-            not_ready = urllib_status(scenario.metrics_port) == 503
+            not_ready = readiness(scenario.metrics_port) == 503
             proxy.restore()
             back = time.monotonic()
             # recovery: the first line written during the outage scored
@@ -362,17 +362,6 @@ def broker_outage(broker_unused, workdir: Path, outage_s: float, rate: float) ->
             tailer.wait(30)
             worker.stop()
     return row
-
-
-def urllib_status(port: int) -> int | None:
-    import urllib.error
-    import urllib.request
-    try:
-        return urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return None
 
 
 def webhook_down_and_kill(broker, workdir: Path) -> Row:
@@ -444,7 +433,7 @@ def hostile_input(broker, workdir: Path, keys: int) -> Row:
     worker = scenario.worker("hostile")
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all", max_request_size=32 << 20)
     try:
-        wait(lambda: urllib_status(scenario.metrics_port) == 200, 240)
+        wait(lambda: readiness(scenario.metrics_port) == 200, 240)
         rss_before = rss_mib(worker.process.pid)
         deep = ("[" * 1000 + "]" * 1000).encode()
         messages = [(b"deep", deep), (b"big1", json.dumps({"line": "x" * (1 << 20)}).encode()),
@@ -555,7 +544,7 @@ def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float) -> tupl
     worker = scenario.worker("soak")
     latencies = []
     try:
-        wait(lambda: urllib_status(scenario.metrics_port) == 200, 240)
+        wait(lambda: readiness(scenario.metrics_port) == 200, 240)
         # latency phases first (a warm worker), then the soak at 80 %
         for share in (0.25, 0.5, 0.8):
             steady = Steady(broker.bootstrap_servers, scenario.input_topic, rated * share, seed=int(share * 100)).start()

@@ -9,6 +9,7 @@ import json
 import re
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 import warnings
@@ -42,6 +43,16 @@ def metric(port: int, name: str) -> float:
         return 0.0
     found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
     return float(found.group(1)) if found else 0.0
+
+
+def readiness(port: int) -> int | None:
+    """The HTTP status of a worker's ``/readyz`` (200 ready, 503 not), or None while nothing answers."""
+    try:
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
 
 
 def model_dir_or_skip() -> Path:

@@ -13,25 +13,14 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from logstream.service.broker import EmbeddedBroker, free_port
 from logstream.service.faults import FaultProxy
-from service_helpers import Scenario, TopicReader, metric, model_dir_or_skip
+from service_helpers import Scenario, TopicReader, metric, model_dir_or_skip, readiness
 
 OUTAGE_S = 12.0  # longer than the tests' session timeout (6 s): the worker has to join its group again
-
-
-def readiness(port: int) -> int | None:
-    try:
-        return urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5).status
-    except urllib.error.HTTPError as exc:
-        return exc.code
-    except OSError:
-        return None
 
 
 def wait(condition, what: str, timeout_s: float, processes=()) -> float:
