@@ -90,7 +90,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
 import functools
 import http.client
 import http.server
@@ -98,7 +97,6 @@ import json
 import os
 import random
 import re
-import shlex
 import shutil
 import signal
 import socket
@@ -114,8 +112,8 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from onboarding_data import (HARD_CAP, Collector, FileLog, MissingProgram, Services, Source,  # noqa: E402
-                             am_template, free_port, mask, need, novel_or, say, version_of,
-                             wait_port, write_atomic, write_source)
+                             am_template, generate, free_port, mask, need, novel_or, say, version_of,
+                             wait_port, write_atomic)
 
 SOURCES = ["prometheus", "dpkg", "dpkg_term", "tansu", "logstream_worker"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -1523,44 +1521,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("run as root (mount namespace for Prometheus' TSDB, dpkg maintainer scripts)", file=sys.stderr)
         return 2
-    gens = generators()
-    wanted = [s.strip() for s in args.sources.split(",") if s.strip()]
-    unknown = set(wanted) - set(gens)
-    if unknown:
-        ap.error(f"unknown sources: {', '.join(sorted(unknown))}")
-    os.makedirs(args.out, exist_ok=True)
-    manifest_path = os.path.join(args.out, "manifest.json")
-    entries = {}
-    if os.path.exists(manifest_path):  # regenerating a subset keeps the other sources' entries
-        with open(manifest_path) as f:
-            entries = {e["name"]: e for e in json.load(f).get("sources", [])}
-    t0, failed = time.time(), []
-    for name in wanted:
-        say(f"== {name}")
-        t1 = time.time()
-        try:
-            src = gens[name](args)
-        except MissingProgram as e:
-            say(f"SKIPPING {name}: {e}")
-            failed.append(name)
-            continue
-        except Exception as e:  # keep going with the other sources
-            say(f"FAILED {name}: {type(e).__name__}: {e}")
-            failed.append(name)
-            continue
-        entries[name] = write_source(args.out, src, args.lines)
-        say(f"   {name}: {entries[name]['normal_lines']} normal, {entries[name]['error_lines']} error lines "
-            f"{entries[name]['error_kinds']} ({time.time() - t1:.0f}s)")
-    manifest = {"generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "command": "python " + shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
-                "seed": args.seed, "lines_per_source": args.lines,
-                "error_rule": __doc__.split("How normal and error lines are separated")[1].split("\n\nUsage")[0].strip(),
-                "sources": [entries[n] for n in SOURCES if n in entries]}
-    write_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
-    size = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(args.out) for fn in fns)
-    say(f"done in {time.time() - t0:.0f}s; corpus {size / 1e6:.2f} MB in {args.out}"
-        + (f"; failed/skipped: {', '.join(failed)}" if failed else ""))
-    return 1 if failed else 0
+    return generate(ap, args, generators(), SOURCES, __doc__)
 
 
 if __name__ == "__main__":

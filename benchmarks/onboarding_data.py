@@ -1519,6 +1519,49 @@ def write_source(out: str, src: Source, max_lines: int) -> dict:
             "generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
+def generate(ap: argparse.ArgumentParser, args, generators: dict, sources: list[str], doc: str) -> int:
+    """Make each of ``args.sources`` with its generator and write the corpus and its manifest to
+    ``args.out`` (a source that fails or lacks its program is skipped and reported; the others go on).
+    ``doc``: the generating script's docstring, whose separation rule goes into the manifest."""
+    wanted = [s.strip() for s in args.sources.split(",") if s.strip()]
+    unknown = set(wanted) - set(generators)
+    if unknown:
+        ap.error(f"unknown sources: {', '.join(sorted(unknown))}")
+    os.makedirs(args.out, exist_ok=True)
+    manifest_path = os.path.join(args.out, "manifest.json")
+    entries = {}
+    if os.path.exists(manifest_path):  # regenerating a subset keeps the other sources' entries
+        with open(manifest_path) as f:
+            entries = {e["name"]: e for e in json.load(f).get("sources", [])}
+    t0, failed = time.time(), []
+    for name in wanted:
+        say(f"== {name}")
+        t1 = time.time()
+        try:
+            src = generators[name](args)
+        except MissingProgram as e:
+            say(f"SKIPPING {name}: {e}")
+            failed.append(name)
+            continue
+        except Exception as e:  # keep going with the other sources
+            say(f"FAILED {name}: {type(e).__name__}: {e}")
+            failed.append(name)
+            continue
+        entries[name] = write_source(args.out, src, args.lines)
+        say(f"   {name}: {entries[name]['normal_lines']} normal, {entries[name]['error_lines']} error lines "
+            f"{entries[name]['error_kinds']} ({time.time() - t1:.0f}s)")
+    manifest = {"generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "command": "python " + shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
+                "seed": args.seed, "lines_per_source": args.lines,
+                "error_rule": doc.split("How normal and error lines are separated")[1].split("\n\nUsage")[0].strip(),
+                "sources": [entries[n] for n in sources if n in entries]}
+    write_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
+    size = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(args.out) for fn in fns)
+    say(f"done in {time.time() - t0:.0f}s; corpus {size / 1e6:.2f} MB in {args.out}"
+        + (f"; failed/skipped: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "onboarding"))
@@ -1534,43 +1577,7 @@ def main() -> int:
     if os.geteuid() != 0:
         print("run as root (nginx master, postgres via setuid, journald namespace)", file=sys.stderr)
         return 2
-    wanted = [s.strip() for s in args.sources.split(",") if s.strip()]
-    unknown = set(wanted) - set(GENERATORS)
-    if unknown:
-        ap.error(f"unknown sources: {', '.join(sorted(unknown))}")
-    os.makedirs(args.out, exist_ok=True)
-    manifest_path = os.path.join(args.out, "manifest.json")
-    entries = {}
-    if os.path.exists(manifest_path):  # regenerating a subset keeps the other sources' entries
-        with open(manifest_path) as f:
-            entries = {e["name"]: e for e in json.load(f).get("sources", [])}
-    t0, failed = time.time(), []
-    for name in wanted:
-        say(f"== {name}")
-        t1 = time.time()
-        try:
-            src = GENERATORS[name](args)
-        except MissingProgram as e:
-            say(f"SKIPPING {name}: {e}")
-            failed.append(name)
-            continue
-        except Exception as e:  # keep going with the other sources
-            say(f"FAILED {name}: {type(e).__name__}: {e}")
-            failed.append(name)
-            continue
-        entries[name] = write_source(args.out, src, args.lines)
-        say(f"   {name}: {entries[name]['normal_lines']} normal, {entries[name]['error_lines']} error lines "
-            f"{entries[name]['error_kinds']} ({time.time() - t1:.0f}s)")
-    manifest = {"generated_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "command": "python " + shlex.join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
-                "seed": args.seed, "lines_per_source": args.lines,
-                "error_rule": __doc__.split("How normal and error lines are separated")[1].split("\n\nUsage")[0].strip(),
-                "sources": [entries[n] for n in SOURCES if n in entries]}
-    write_atomic(manifest_path, json.dumps(manifest, indent=2) + "\n")
-    size = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(args.out) for fn in fns)
-    say(f"done in {time.time() - t0:.0f}s; corpus {size / 1e6:.2f} MB in {args.out}"
-        + (f"; failed/skipped: {', '.join(failed)}" if failed else ""))
-    return 1 if failed else 0
+    return generate(ap, args, GENERATORS, SOURCES, __doc__)
 
 
 if __name__ == "__main__":
