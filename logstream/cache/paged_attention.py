@@ -28,6 +28,7 @@ import torch
 from torch import Tensor
 
 from ..model.llama import Rotary, apply_rope_signed
+from .attention import _bias
 from .pages import PAD_PAGE, PagedPool, PagedStream
 from .sink import SinkPrefix
 
@@ -39,7 +40,7 @@ class PagedAttention:
                  rotary: Rotary, dtype: torch.dtype):
         self.pool, self.sink, self.dtype = pool, sink, dtype
         device, P, L, S = pool.device, pool.page_tokens, pool.window, sink.length
-        B, T = len(states), max(lengths)
+        T = max(lengths)
         # A pass costs about a fixed number of ops, whatever its size: what is per row or per token is
         # worked out here in Python, and the tensors are made in a few calls.
         starts = [s.length for s in states]
@@ -52,11 +53,11 @@ class PagedAttention:
         self.pages_per_row = max(len(t_) for t_ in tables)
         W = self.pages_per_row * P
         table = [page for t_ in tables for page in t_ + [PAD_PAGE] * (self.pages_per_row - len(t_))]
-        per_row = torch.tensor([[start, start - s.base, min(start - s.first, L), start - lo // P * P, n]
+        per_row = torch.tensor([[start - s.base, min(start - s.first, L), start - lo // P * P, n]
                                 for s, start, lo, n in zip(states, starts, los, lengths)], device=device)
         self.table = torch.tensor(table, device=device)
         self.write_flat = torch.tensor(flat, device=device)
-        start_t, rel_t, span_t, from_page_t, n_t = per_row.unbind(1)
+        rel_t, span_t, from_page_t, n_t = per_row.unbind(1)
 
         i = torch.arange(T, device=device)
         self.unpadded = min(lengths) == T  # every row full: the new tokens are taken as they lie
@@ -76,8 +77,7 @@ class PagedAttention:
         # by its padding, whose outputs are dropped.)
         d = (from_page_t[:, None] + i)[:, :, None] - torch.arange(W, device=device)  # [B, T, W]
         visible = (d >= 0) & (d <= span[:, :, None])
-        self.window_bias = torch.zeros(visible.shape, dtype=dtype, device=device).masked_fill_(
-            ~visible, float("-inf"))[:, None, None]  # [B, 1, 1, T, W]
+        self.window_bias = _bias(visible, dtype)  # [B, 1, 1, T, W]
         if not self.unpadded:
             self.write_rows, self.write_cols = self.valid.nonzero(as_tuple=True)
 

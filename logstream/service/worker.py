@@ -45,8 +45,8 @@ from .feedback import FeedbackError, FeedbackRecord, resolve, send_feedback
 from .inflight import InflightLog
 from .kafka_transport import use_fetch_wait
 from .metrics import (ADAPT_ROUNDS, ALERTS, BROKER_OUTAGE_SECONDS, BROKER_OUTAGES, BROKER_UP, CONSUMER_LAG,
-                      DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED, FEEDBACK_INVALID, MODEL_SWAP_FAILURES, PUBLISH_RETRIES, READY,
-                      TRUNCATED_LINES, initialise_labels)
+                      DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED, FEEDBACK_INVALID, MODEL_SWAP_FAILURES,
+                      PUBLISH_RETRIES, READY, TRUNCATED_LINES, initialise_labels)
 from .model_worker import EntryMeta, ModelWorker, Scored
 from .records import DeadLetterKind, DeadLetterRecord
 from .streams import StreamRouter
