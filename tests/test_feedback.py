@@ -81,6 +81,11 @@ def test_marked_normal_stops_similar_alerts_keeps_errors_and_survives_a_restart(
                         hdfs_lines(40, seed=2) + [SLOW.format(2, 3120), FULL.format(1), MOUNT.format(1, "disk1")])
             reader.wait_for(lambda: scored(reader, kafka.scores_topic, last),
                             "the lines after the mark to be scored", workers=[worker])
+            # the reader fetches the scores and the alerts topics apart: a line's score can be read before its
+            # batch's alerts. The stream's alerts share a partition in order, so once the remount line's alert
+            # is read, an alert of the similar line sent before it would have been read too.
+            reader.wait_for(lambda: alerts_for(reader, kafka.alerts_topic, "Remounted volume /data/disk1"),
+                            "the remount line's alert", workers=[worker])
             assert not alerts_for(reader, kafka.alerts_topic, "took 3120ms")  # similar line: quiet now
             assert alerts_for(reader, kafka.alerts_topic, "No space left")     # an error still alerts
 
@@ -106,6 +111,9 @@ def test_marked_normal_stops_similar_alerts_keeps_errors_and_survives_a_restart(
                         hdfs_lines(150, seed=3) + [SLOW.format(3, 2890), MOUNT.format(2, "disk7"), FULL.format(2)])
             reader.wait_for(lambda: scored(reader, kafka.scores_topic, last),
                             "the lines after the restart to be scored", workers=[restarted])
+            reader.wait_for(lambda: last[1] in {a["offset"] for a in alerts_for(reader, kafka.alerts_topic,
+                                                                                   "No space left")},
+                            "the error's alert after the restart (the last line sent)", workers=[restarted])
             assert not alerts_for(reader, kafka.alerts_topic, "took 2890ms")
             assert not alerts_for(reader, kafka.alerts_topic, "/data/disk7")
             # the error after the restart alerts too (a replayed first one may alert again: at-least-once)
