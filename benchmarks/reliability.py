@@ -524,7 +524,28 @@ def rated_throughput(broker, workdir: Path, lines: int) -> float:
         worker.stop()
 
 
-def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float) -> tuple[Row, list[tuple]]:
+PHASE_METRICS = ("logstream_batch_size_entries_sum", "logstream_batch_size_entries_count",
+                 "logstream_scoring_latency_seconds_sum", "logstream_model_swaps_total",
+                 "logstream_model_swap_pause_seconds_sum", 'logstream_adapt_rounds_total{result="ok"}')
+
+
+def phase_counters(port: int) -> dict[str, float]:
+    return {name: metric(port, name) for name in PHASE_METRICS}
+
+
+def phase_diagnosis(before: dict, after: dict) -> dict:
+    """What the worker did in a latency phase: mean batch, mean scoring time of a batch, swaps and
+    fine-tuning rounds finished, scoring paused for swaps."""
+    d = {name: after[name] - before[name] for name in PHASE_METRICS}
+    batches = max(d["logstream_batch_size_entries_count"], 1)
+    return {"batch": d["logstream_batch_size_entries_sum"] / batches,
+            "score_ms": 1000 * d["logstream_scoring_latency_seconds_sum"] / batches,
+            "swaps": d["logstream_model_swaps_total"], "rounds": d['logstream_adapt_rounds_total{result="ok"}'],
+            "pause_ms": 1000 * d["logstream_model_swap_pause_seconds_sum"]}
+
+
+def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float,
+                     shares: tuple[float, ...] = (0.25, 0.5, 0.8)) -> tuple[Row, list[tuple]]:
     row = Row(f"soak {soak_s / 60:g} min at 80 % of rated, then a burst")
     # the lag gauge is a sample every worker.lag_interval_s: 1 s here, so that it is compared with the
     # backlog of the same moment rather than of up to 5 s before
@@ -535,12 +556,15 @@ def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float) -> tupl
     try:
         wait(lambda: readiness(scenario.metrics_port) == 200, 240)
         # latency phases first (a warm worker), then the soak at 80 %
-        for share in (0.25, 0.5, 0.8):
+        for share in shares:
+            before = phase_counters(scenario.metrics_port)
             steady = Steady(broker.bootstrap_servers, scenario.input_topic, rated * share, seed=int(share * 100)).start()
             time.sleep(45)
             steady.stop()
-            lat = latency_of(broker.bootstrap_servers, scenario, set(steady.landed))
-            latencies.append((share, rated * share, lat))
+            diagnosis = phase_diagnosis(before, phase_counters(scenario.metrics_port))
+            lat = latency_of(broker.bootstrap_servers, scenario, set(steady.landed), trace=TRACE_DIR and
+                             TRACE_DIR / f"latency-{share:g}.json")
+            latencies.append((share, rated * share, lat, diagnosis))
         steady = Steady(broker.bootstrap_servers, scenario.input_topic, rated * 0.8, seed=5).start()
         samples = []
         started = time.monotonic()
@@ -578,7 +602,10 @@ def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float) -> tupl
     return row, latencies
 
 
-def latency_of(bootstrap: str, scenario: Scenario, positions: set) -> list[float]:
+TRACE_DIR: Path | None = None  # --trace: each latency phase's (input ms, latency ms) pairs go there
+
+
+def latency_of(bootstrap: str, scenario: Scenario, positions: set, trace: Path | None = None) -> list[float]:
     inputs = Topic(bootstrap, scenario.input_topic)
     stamps = {(r.partition, r.offset): r.timestamp for r in inputs.poll(10) if (r.partition, r.offset) in positions}
     inputs.close()
@@ -589,9 +616,11 @@ def latency_of(bootstrap: str, scenario: Scenario, positions: set) -> list[float
         s = json.loads(r.value)
         at = (s["partition"], s["offset"])
         if at in stamps:
-            out.append(r.timestamp - stamps.pop(at))
+            out.append((stamps[at], r.timestamp - stamps.pop(at)))
     scores.close()
-    return out
+    if trace:
+        trace.write_text(json.dumps(sorted(out)))
+    return [latency for _, latency in out]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -620,10 +649,15 @@ def write_report(path: Path, rows: list[Row], latencies: list, rated: float, arg
                    f"{r.recovery_s} | {'yes' if r.ok else 'no'} | {'; '.join(r.notes)} |")
     out += ["", "## Latency", "",
             "Ingest-to-score: the score record's Kafka timestamp minus the input record's (the worker scores "
-            "and alerts in the same batch: an alert is published with its score).", "",
-            "| share of rated | lines/s | lines | p50 ms | p99 ms |", "|---|---|---|---|---|"]
-    for share, rate, lat in latencies:
-        out.append(f"| {share * 100:.0f} % | {rate:.0f} | {len(lat):,} | {pct(lat, 50):.0f} | {pct(lat, 99):.0f} |")
+            "and alerts in the same batch: an alert is published with its score). Beside it, what the worker "
+            "did in the phase (its own metrics): mean lines per micro-batch, mean time to score one, model "
+            "versions swapped in (fine-tuning rounds finished) and how long scoring paused for the swaps.", "",
+            "| share of rated | lines/s | lines | p50 ms | p99 ms | lines per batch | ms to score a batch | swaps "
+            "(rounds) | paused for swaps ms |", "|---|---|---|---|---|---|---|---|---|"]
+    for share, rate, lat, d in latencies:
+        out.append(f"| {share * 100:.0f} % | {rate:.0f} | {len(lat):,} | {pct(lat, 50):.0f} | {pct(lat, 99):.0f} | "
+                   f"{d['batch']:.1f} | {d['score_ms']:.0f} | {d['swaps']:.0f} ({d['rounds']:.0f}) | "
+                   f"{d['pause_ms']:.0f} |")
     out += ["", "Goals (issue 13): 0 input lines lost, 0 alerts lost, no crash loop, recovery within 30 s of the "
             "broker's return, lag gauge within 5 % of the real backlog, memory flat; p99 under 250 ms at 50 %."]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -643,12 +677,20 @@ def _cpu() -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--soak-s", type=float, default=600.0)
+    parser.add_argument("--shares", default="0.25,0.5,0.8", help="shares of the rated throughput of the latency "
+                        "phases")
+    parser.add_argument("--trace", type=Path, help="a directory for each latency phase's (input time, latency) "
+                        "pairs, as JSON")
     parser.add_argument("--rated-lines", type=int, default=4000)
     parser.add_argument("--hostile-keys", type=int, default=100_000, help="distinct stream keys of the hostile input")
     parser.add_argument("--only", default="", help="comma-separated scenario names: kill,outage5,outage45,"
                         "webhook,hostile,tailer,soak")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
+    global TRACE_DIR
+    TRACE_DIR = args.trace
+    if TRACE_DIR:
+        TRACE_DIR.mkdir(parents=True, exist_ok=True)
     only = {s for s in args.only.split(",") if s}
     started = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="logstream-reliability-"))
@@ -676,7 +718,8 @@ def main(argv=None) -> int:
                 print(f"  {rows[-1]}", flush=True)
         if want("soak"):
             print(f"[{time.monotonic() - started:5.0f}s] soak and latency...", flush=True)
-            row, latencies = soak_and_latency(broker, workdir, rated, args.soak_s)
+            row, latencies = soak_and_latency(broker, workdir, rated, args.soak_s,
+                                              tuple(float(x) for x in args.shares.split(",")))
             rows.append(row)
             print(f"  {row}", flush=True)
     path = args.out / "reliability.md"

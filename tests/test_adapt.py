@@ -112,3 +112,47 @@ def test_inline_adaptation_swaps_in_a_new_version_and_relearns(tmp_path):
     source = scorer.adaptive._sources["format:postgresql"]
     assert source.lines == 260  # re-learning does not count lines twice
     assert sum(len(t.scores) for t in source.templates.values()) >= 50  # histories refilled by the new model
+
+
+def test_a_swap_is_prepared_beside_scoring_without_touching_what_serves(adapted):
+    """The worker makes a new version ready on another thread while the served scorer goes on: the
+    served scores are those of a scorer with no swap beside it, the prepared scores are those of
+    the new model reading the same lines afresh, and the switch judges them into the thresholds."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings = Settings(adapt={"relearn_lines": 60})
+
+    def scorer():
+        return load_scorer(DEFAULT_MODEL_DIR, device="cpu", dtype="float32",
+                           adaptive=settings.scoring.adaptive_thresholds())
+
+    lines = [("pg", line) for line in foreign_lines(260)]
+    serving, alone = scorer(), scorer()
+    adapter = OnlineAdapter(settings.adapt)
+    adapter.observe(serving, lines[:100], serving.score(lines[:100]))
+    alone.score(lines[:100])
+    plan = adapter.relearn_plan()
+    assert list(plan) == ["format:postgresql"] and len(plan["format:postgresql"]) == 60
+    kept = list(adapter.tracks["format:postgresql"].tail)[-60:]
+
+    with ThreadPoolExecutor(max_workers=1) as swap_thread:
+        preparing = swap_thread.submit(adapter.prepare, serving, adapted, plan)
+        served = [s for at in range(100, 260, 20) for s in serving.score(lines[at:at + 20])]
+        prepared = preparing.result()
+    expected = [s for at in range(100, 260, 20) for s in alone.score(lines[at:at + 20])]
+    assert [(s.score, s.threshold, s.verdict.anomaly) for s in served] == [
+        (s.score, s.threshold, s.verdict.anomaly) for s in expected]
+
+    fresh = load_scorer(adapted, device="cpu", dtype="float32")
+    rescored = prepared.rescored["format:postgresql"]
+    assert [s.score for s in rescored] == pytest.approx([s.score for s in fresh.score(kept)], abs=1e-5)
+    assert all(s.verdict is None for s in rescored)  # judged at the switch, not on the swap thread
+
+    source = serving.adaptive._sources["format:postgresql"]
+    histories = sum(len(t.scores) for t in source.templates.values())
+    new = adapter.apply(prepared)
+    assert new is prepared.scorer and new.model_version == ModelCard.load(adapted).model_version
+    assert source.lines == 260  # re-learning does not count lines twice
+    assert sum(len(t.scores) for t in source.templates.values()) > histories or histories == sum(
+        t.scores.maxlen for t in source.templates.values())
+    assert all(s.verdict is not None for s in rescored)

@@ -53,6 +53,22 @@ def test_paged_attention_equals_slot_attention(name, page_tokens, batch):
         assert (x.entropy - y.entropy).abs().max() < 1e-5
 
 
+@pytest.mark.parametrize("name", ["llama-gqa", "qwen2-mha"])
+def test_fused_cpu_attention_equals_the_matmul_path(name, monkeypatch):
+    """The fused kernel (torch's flash attention for CPU, window and sinks merged by log-sum-exp) and
+    the matmul-softmax-matmul path it replaces on CPU (and that other devices take) agree."""
+    import logstream.cache.paged_attention as paged_attention
+
+    _, ours = tiny_pair(name, layers=2)
+    schedule = mixed_schedule(seed=11, window=16)
+    config = EngineConfig(window=16, slots=8, page_tokens=5, rebase_interval=23)
+    fused = feed(StreamingEngine(ours, SINK, config), schedule, batch=4)
+    monkeypatch.setattr(paged_attention, "FLASH_CPU", None)
+    matmul = feed(StreamingEngine(ours, SINK, config), schedule, batch=4)
+    for x, y in zip(fused, matmul):
+        assert (x.logprobs - y.logprobs).abs().max() < 1e-5 and (x.entropy - y.entropy).abs().max() < 1e-5
+
+
 def test_paged_windows_equal_the_dense_oracle_across_page_boundaries():
     hf, ours = tiny_pair("llama-gqa", layers=1)
     L = 10

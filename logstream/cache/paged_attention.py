@@ -32,6 +32,9 @@ from .attention import _bias
 from .pages import PAD_PAGE, PagedPool, PagedStream
 from .sink import SinkPrefix
 
+# softmax attention over blocks of keys with its log-sum-exp: (out [B, H, T, hd], lse [B, H, T])
+FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
 
 class PagedAttention:
     """The attention backend ``Transformer.hidden_states`` calls for every layer of one pass."""
@@ -39,6 +42,8 @@ class PagedAttention:
     def __init__(self, states: list[PagedStream], lengths: list[int], pool: PagedPool, sink: SinkPrefix,
                  rotary: Rotary, dtype: torch.dtype):
         self.pool, self.sink, self.dtype = pool, sink, dtype
+        # torch's fused attention kernel on CPU when this build has it (and the model's dtype is one it takes)
+        self.fused = pool.device.type == "cpu" and FLASH_CPU is not None and dtype in (torch.float32, torch.bfloat16)
         device, P, L, S = pool.device, pool.page_tokens, pool.window, sink.length
         T = max(lengths)
         # A pass costs about a fixed number of ops, whatever its size: what is per row or per token is
@@ -101,13 +106,15 @@ class PagedAttention:
         keys.view(-1, Hkv, hd).index_copy_(0, self.write_flat, new_k.to(keys.dtype))
         values.view(-1, Hkv, hd).index_copy_(0, self.write_flat, new_v.to(values.dtype))
 
-        # Grouped-query attention: the G = H / Hkv query heads sharing a KV head are laid out as
-        # G*T rows against that head's keys, so every product is a plain batched matmul.
         rotated = apply_rope_signed(q[:, :, None], self.cos_q, self.sin_q)  # [B, H, 2, T, hd], scaled
-        q_win = rotated[:, :, 0].reshape(B, Hkv, -1, hd)
-        q_sink = rotated[:, :, 1].reshape(B, Hkv, -1, hd)
         window_k, window_v = self._window(keys), self._window(values)
         sink_k, sink_v = self.sink.keys[layer], self.sink.values[layer]
+        if self.fused:
+            return self._fused(rotated, window_k, window_v, sink_k, sink_v)
+        # Grouped-query attention: the G = H / Hkv query heads sharing a KV head are laid out as
+        # G*T rows against that head's keys, so every product is a plain batched matmul.
+        q_win = rotated[:, :, 0].reshape(B, Hkv, -1, hd)
+        q_sink = rotated[:, :, 1].reshape(B, Hkv, -1, hd)
         S = sink_k.shape[1]
 
         window_scores = torch.matmul(q_win, window_k.transpose(-1, -2))  # [B, Hkv, G*T, W]
@@ -116,3 +123,26 @@ class PagedAttention:
         weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # finite: sinks always seen
         out = torch.matmul(weights[..., :S], sink_v) + torch.matmul(weights[..., S:], window_v)
         return out.reshape(B, H, T, hd)
+
+    def _fused(self, rotated: Tensor, window_k: Tensor, window_v: Tensor, sink_k: Tensor, sink_v: Tensor) -> Tensor:
+        """The same attention through torch's fused CPU attention kernel (flash attention: blocks of
+        keys, the scores never materialised): the window and the sinks in one call each, merged by
+        their log-sum-exps. 3x faster than the matmul-softmax-matmul path for a 2048-token window
+        (measured here, float32, 7 rows x 120 tokens), equal within float rounding (tests)."""
+        B, H = rotated.shape[:2]
+        q_win, q_sink = rotated[:, :, 0], rotated[:, :, 1]  # [B, H, T, hd]
+
+        def per_head(kv: Tensor) -> Tensor:  # [B, Hkv, K, hd] -> [B, H, K, hd]: each KV head for its G query heads
+            b, hkv, n, hd = kv.shape
+            return kv[:, :, None].expand(b, hkv, H // hkv, n, hd).reshape(b, H, n, hd)  # a view when Hkv = 1
+
+        out_win, lse_win = FLASH_CPU(q_win, per_head(window_k), per_head(window_v),
+                                     attn_mask=self.window_bias[:, :, 0], scale=1.0)
+        out_sink, lse_sink = FLASH_CPU(q_sink, per_head(sink_k[None]).expand(B, -1, -1, -1),
+                                       per_head(sink_v[None]).expand(B, -1, -1, -1), scale=1.0)
+        # softmax over [sinks | window] = each part's softmax, weighted by its share of the total
+        # exp-sum. Every real query sees its own key, so the window's part is never empty.
+        top = torch.maximum(lse_win, lse_sink)
+        w_win, w_sink = (lse_win - top).exp_(), (lse_sink - top).exp_()
+        total = w_win + w_sink
+        return out_win * (w_win / total)[..., None] + out_sink * (w_sink / total)[..., None]

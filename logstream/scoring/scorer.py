@@ -134,19 +134,28 @@ class LineScorer:
         All lines of one stream in the batch go to the engine as one chunk (one row of one forward
         pass, not one pass per line); the per-token results are cut back into lines afterwards.
         """
-        encoded = [self.encode(*entry) for entry in entries]
+        out = self.model_scores([(entry[0], *self.encode(*entry)) for entry in entries])
+        if self.adaptive is not None:
+            self.judge(out)
+        return out
+
+    def model_scores(self, encoded: list[tuple[str, CanonicalLine, str, list[int]]]) -> list[LineScore]:
+        """The model's part of ``score``: lines already read and encoded, as (stream, canonical,
+        masked, token ids), scored in their streams' windows; ``verdict`` is left for ``judge``.
+        Touches only this scorer's engine: a scorer being prepared for a swap runs it on another
+        thread while the one it replaces goes on serving."""
         by_stream: dict[str, list[int]] = {}
-        for index, (stream, *_) in enumerate(entries):
+        for index, (stream, *_) in enumerate(encoded):
             by_stream.setdefault(stream, []).append(index)
         streams = list(by_stream)
-        results = self.engine.score([Chunk(s, [t for i in by_stream[s] for t in encoded[i][2]]) for s in streams])
+        results = self.engine.score([Chunk(s, [t for i in by_stream[s] for t in encoded[i][3]]) for s in streams])
         warm_threshold, warmup_threshold = self.thresholds()
         warmup_tokens = self.calibration.warmup_tokens if self.calibration else 0
-        out: list[LineScore | None] = [None] * len(entries)
+        out: list[LineScore | None] = [None] * len(encoded)
         for stream, result in zip(streams, results):
             offset = 0
             for index in by_stream[stream]:
-                canonical, masked, ids = encoded[index]
+                _, canonical, masked, ids = encoded[index]
                 logprobs, entropy = result.logprobs[offset:offset + len(ids)], result.entropy[offset:offset + len(ids)]
                 position = result.start + offset
                 offset += len(ids)
@@ -159,8 +168,6 @@ class LineScorer:
                     threshold=warm_threshold if warm else warmup_threshold, warm=warm, aggregates=aggregates,
                     canonical=canonical,
                 )
-        if self.adaptive is not None:
-            self._adapt(out)
         return out
 
     def source_of(self, stream: str, canonical: CanonicalLine) -> str:
@@ -179,8 +186,9 @@ class LineScorer:
         self.adaptive.mark_normal(source, masked, score)
         return source
 
-    def _adapt(self, scored: list[LineScore]) -> None:
-        """Judge each line against its source's recent normal lines, in arrival order, and learn from it."""
+    def judge(self, scored: list[LineScore]) -> None:
+        """Judge each line against its source's recent normal lines, in arrival order, and learn from it
+        (the adaptive thresholds' part of ``score``; sets ``verdict`` and ``threshold``)."""
         for line in scored:
             source = self.source_of(line.stream, line.canonical)
             level = level_key(line.canonical.level, line.canonical.event) if line.canonical is not None else None

@@ -79,6 +79,10 @@ FEEDBACK_APPLIED = Counter("logstream_feedback_applied_total", "alerts marked no
 FEEDBACK_INVALID = Counter("logstream_feedback_invalid_total", "feedback records that could not be applied",
                            registry=REGISTRY)
 MODEL_SWAPS = Counter("logstream_model_swaps_total", "times another model version was swapped in", registry=REGISTRY)
+MODEL_SWAP_PAUSE = Histogram("logstream_model_swap_pause_seconds", "how long scoring paused to switch to a "
+                             "model version made ready beside it, and for each step of re-learning thresholds "
+                             "after it", registry=REGISTRY,
+                             buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5))
 MODEL_SWAP_FAILURES = Counter("logstream_model_swap_failures_total", "model versions that could not be swapped "
                               "in (the served one stays)", registry=REGISTRY)
 MODEL_INFO = Gauge("logstream_model_info", "the model version being served (value 1)", ["version"],

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -25,11 +27,19 @@ from ..config import Settings
 from .metrics import (ANOMALIES, BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_DISK_BYTES, CACHE_FORGOTTEN, CACHE_HOST_BYTES,
                       CACHE_OFFLOADS, CACHE_RESTORES, CACHE_SHRUNK, CACHE_SLOTS, CACHE_SLOTS_IN_USE, CACHE_STREAMS,
                       CACHE_STREAMS_BY_TIER, ENTRIES_BY_FORMAT, ENTRIES_SCORED,
-                      INGEST_TO_SCORE, MODEL_INFO, MODEL_SWAPS, SCORES, SCORING_LATENCY, SESSIONS_ENDED, THRESHOLDS,
+                      INGEST_TO_SCORE, MODEL_INFO, MODEL_SWAP_PAUSE, MODEL_SWAPS, SCORES, SCORING_LATENCY, SESSIONS_ENDED, THRESHOLDS,
                       TOKENS_SCORED)
 from .records import ScoreRecord
 
 log = logging.getLogger("logstream.model_worker")
+
+
+def _lower_priority(nice: int) -> None:
+    """Lower the calling thread's CPU priority (Linux gives each thread its own nice value)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+    except (AttributeError, OSError) as exc:  # not Linux, or not allowed: the thread runs at full priority
+        log.debug("could not lower the swap thread's priority: %s", exc)
 
 
 @dataclass(frozen=True)
@@ -75,9 +85,13 @@ class ModelWorker:
         self._pool_counts: tuple[int, int, int] | None = None  # the pool's counts at the last gauge update
         self.adapter = None  # OnlineAdapter: continual fine-tuning
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logstream-model")
+        # new model versions are made ready here, beside scoring, at the trainer's lower priority
+        self._swapper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logstream-swap",
+                                           initializer=_lower_priority, initargs=(settings.adapt.nice,))
         self.scorer = None
         self.explainer = None
         self.sessions = None  # SessionTracker, when keyed streams are judged as sessions
+        self._relearning = None  # steps of re-learning thresholds after a swap, one before each batch
         self._session_alerts: list[Alert] = []  # ends seen in a batch (end pattern), for the next drain
         self._ended: list[str] = []  # sessions ended since the last drain (the router forgets them)
         self._executor.submit(self._load).result()  # load errors surface here, in the caller
@@ -133,7 +147,16 @@ class ModelWorker:
                  cfg.idle_s, f" or on /{cfg.end_pattern}/" if cfg.end_pattern else "", calibration.session_threshold)
         return SessionTracker(self.scorer, cfg.idle_s, re.compile(cfg.end_pattern) if cfg.end_pattern else None)
 
+    def _relearn_step(self) -> None:
+        if self._relearning is None:
+            return
+        started = time.perf_counter()
+        if next(self._relearning, None) is None:
+            self._relearning = None
+        MODEL_SWAP_PAUSE.observe(time.perf_counter() - started)
+
     def _score(self, entries: list[tuple[str, str, EntryMeta]]) -> list[Scored]:
+        self._relearn_step()
         started = time.perf_counter()
         results = self.scorer.score([(stream, line, meta.level) for stream, line, meta in entries])
         SCORING_LATENCY.observe(time.perf_counter() - started)
@@ -185,22 +208,37 @@ class ModelWorker:
         due = self.adapter.due(self.scorer)
         return self.adapter.plan(due) if due else None
 
-    def _swap(self, version: str) -> None:
+    def _relearn_plan(self) -> dict:
+        return self.adapter.relearn_plan() if self.adapter is not None else {}
+
+    def _prepare(self, version: str, plan: dict):
+        """On the swap thread, while the model thread goes on scoring: load the version, prime its
+        sink, score the lines its thresholds are re-learned from, build its explainer."""
+        from ..adapt.online import PreparedSwap
         from ..scoring.explain import Explainer
 
-        started = time.monotonic()
         path = self.store.path_of(version)
-        self.scorer = (self.adapter.swap(self.scorer, path) if self.adapter is not None
-                       else self.scorer.with_model(path))
-        self.explainer = Explainer(self.scorer)
+        prepared = (self.adapter.prepare(self.scorer, path, plan) if self.adapter is not None
+                    else PreparedSwap(self.scorer.with_model(path), {}))
+        return prepared, Explainer(prepared.scorer)
+
+    def _switch(self, version: str, prepared, explainer, started: float) -> None:
+        """On the model thread, between two batches: the prepared scorer serves from now on."""
+        switch_started = time.perf_counter()
+        self.scorer = prepared.scorer
+        # thresholds are re-learned a step before each batch from now on (see OnlineAdapter.relearning)
+        self._relearning = self.adapter.relearning(prepared) if self.adapter is not None else None
+        self.explainer = explainer
         self.sessions = self._session_tracker()  # windows restart with the new model: so do sessions
         self.served = version
         MODEL_SWAPS.inc()
         self._pool_counts = None  # a new pool, counting from zero
         self._update_cache_gauges()
-        log.info("now serving model %s (%s) after a %.1f s swap: sink primed, windows restarted, thresholds "
-                 "re-learned from each source's latest lines", self.scorer.model_version, version,
-                 time.monotonic() - started)
+        paused = time.perf_counter() - switch_started
+        MODEL_SWAP_PAUSE.observe(paused)
+        log.info("now serving model %s (%s): prepared beside scoring in %.1f s (sink primed, thresholds "
+                 "re-learned from each source's latest lines, step by step between the next batches), scoring "
+                 "paused %.0f ms for the switch; stream windows restarted", self.scorer.model_version, version, time.monotonic() - started, 1000 * paused)
 
     def _end_session(self, stream: str, how: str) -> None:
         """Score a session's end, free its window; an abnormal end or stall becomes an alert."""
@@ -322,8 +360,14 @@ class ModelWorker:
         return await asyncio.get_running_loop().run_in_executor(self._executor, self._due_round)
 
     async def swap(self, version: str) -> None:
-        """Serve another model version of the store; scoring waits for it (nothing is lost)."""
-        await asyncio.get_running_loop().run_in_executor(self._executor, self._swap, version)
+        """Serve another model version of the store. It is made ready on a thread of its own (lower
+        priority) while batches go on being scored with the current one; then scoring pauses only
+        for the switch (``logstream_model_swap_pause_seconds``). Nothing is lost either way."""
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        plan = await loop.run_in_executor(self._executor, self._relearn_plan)
+        prepared, explainer = await loop.run_in_executor(self._swapper, self._prepare, version, plan)
+        await loop.run_in_executor(self._executor, self._switch, version, prepared, explainer, started)
 
     def _mark_normal(self, stream: str, line: str, score: float) -> bool:
         source = self.scorer.mark_normal(stream, line, score)
@@ -352,3 +396,4 @@ class ModelWorker:
         except Exception:  # shutting down anyway: the next start learns again
             log.exception("could not save the adaptive threshold state")
         self._executor.shutdown(wait=True, cancel_futures=True)
+        self._swapper.shutdown(wait=True, cancel_futures=True)
