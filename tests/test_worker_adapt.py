@@ -57,6 +57,8 @@ def test_a_round_is_swapped_in_without_losing_a_line_and_rollback_is_followed(tm
                 {(r["partition"], r["offset"]) for r in records})  # each line once: none lost, none twice
             adapted = records[-1]["model_version"]
             assert adapted != base_version and records[0]["model_version"] == base_version
+            # the version was made ready beside scoring: scoring paused only to switch (and to re-learn steps)
+            assert metric(scenario.metrics_port, "logstream_model_swap_pause_seconds_count") >= 1
             assert (store / "versions" / adapted / "model.safetensors").exists()
 
             for name, value in scenario.env().items():
