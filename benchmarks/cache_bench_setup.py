@@ -87,15 +87,19 @@ def write_random_model(out_dir: Path, lines: list[str], seed: int = 0) -> None:
     save_tokenizer(tokenizer, out_dir)
 
 
-def describe_machine(device: str, threads: int) -> dict[str, str]:
-    cpu = "unknown"
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else what ``platform`` knows, else "unknown"."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    return platform.processor() or "unknown"
+
+
+def describe_machine(device: str, threads: int) -> dict[str, str]:
+    cpu = cpu_name()
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     info = {
         "cpu": cpu,

@@ -88,7 +88,6 @@ from temp dirs and are always stopped; nothing under /etc or any system service 
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import http.client
@@ -112,7 +111,7 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from onboarding_data import (HARD_CAP, Collector, FileLog, MissingProgram, Services, Source,  # noqa: E402
-                             am_template, generate, free_port, mask, need, novel_or, say, version_of,
+                             am_template, arguments, generate, free_port, mask, need, novel_or, say, version_of,
                              wait_port, write_atomic)
 
 SOURCES = ["prometheus", "dpkg", "dpkg_term", "tansu", "logstream_worker"]
@@ -1506,11 +1505,7 @@ def generators() -> dict:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "onboarding_blind"))
-    ap.add_argument("--sources", default=",".join(SOURCES), help="comma-separated subset of " + ",".join(SOURCES))
-    ap.add_argument("--lines", type=int, default=6000, help=f"normal lines per source (max {HARD_CAP})")
-    ap.add_argument("--seed", type=int, default=2026)
+    ap = arguments(__doc__, "onboarding_blind", SOURCES, seed=2026)
     ap.add_argument("--worker-commit", help="run the logstream worker of this git commit (git archive into a temp "
                     "dir) instead of the working tree")
     ap.add_argument("--min-normal-seconds", dest="min_normal_s", type=float, default=240,

@@ -1562,12 +1562,19 @@ def generate(ap: argparse.ArgumentParser, args, generators: dict, sources: list[
     return 1 if failed else 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "onboarding"))
-    ap.add_argument("--sources", default=",".join(SOURCES), help="comma-separated subset of " + ",".join(SOURCES))
+def arguments(doc: str, corpus: str, sources: list[str], seed: int) -> argparse.ArgumentParser:
+    """The options every corpus generator takes: where (``data/<corpus>`` by default), which sources,
+    how many normal lines each, the seed."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", corpus))
+    ap.add_argument("--sources", default=",".join(sources), help="comma-separated subset of " + ",".join(sources))
     ap.add_argument("--lines", type=int, default=6000, help=f"normal lines per source (max {HARD_CAP})")
-    ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--seed", type=int, default=seed)
+    return ap
+
+
+def main() -> int:
+    ap = arguments(__doc__, "onboarding", SOURCES, seed=1337)
     ap.add_argument("--_journald-child", dest="journald_child", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.lines = min(args.lines, HARD_CAP)

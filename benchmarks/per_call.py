@@ -97,8 +97,9 @@ def main(argv=None) -> int:
     table = "\n".join(rows)
     print(table)
     if args.out:
-        cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                    if line.startswith("model name")), "unknown cpu")
+        from cache_bench_setup import cpu_name  # next to this script (it imports torch: only for the report)
+
+        cpu = cpu_name()
         load = os.getloadavg()
         args.out.write_text(
             "# One line per call: the fixed cost of a pass\n\n"

@@ -665,13 +665,15 @@ def pct(values: list[float], q: float) -> float:
 # --- report ---------------------------------------------------------------------------------------
 
 def write_report(path: Path, rows: list[Row], latencies: list, rates: tuple, args, seconds: float) -> None:
+    from cache_bench_setup import cpu_name  # next to this script (it imports torch: only for the report)
+
     rated, backlog, live, shares = rates
     load = os.getloadavg()
     out = [
         "# Reliability: faults injected into real broker, worker and tailer processes", "",
         f"```\npython benchmarks/reliability.py {' '.join(sys.argv[1:])}\n```", "",
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {seconds / 60:.1f} min. Machine: "
-        f"{_cpu()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average at the end "
+        f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average at the end "
         f"{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}. One embedded broker (Tansu); one worker (`logstream "
         "worker`, default model, 1 torch thread, session timeout 6 s) per scenario; the tailer is `logstream tail`.",
         "", f"Rated throughput of one worker here: **{rated:.0f} lines/s** ({args.rated}). From a backlog of "
@@ -701,16 +703,6 @@ def write_report(path: Path, rows: list[Row], latencies: list, rates: tuple, arg
             "broker's return, lag gauge within 5 % of the real backlog, memory flat; p99 under 250 ms at 50 %."]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(out) + "\n")
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
 
 
 def main(argv=None) -> int:

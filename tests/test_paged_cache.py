@@ -57,7 +57,7 @@ def test_paged_attention_equals_slot_attention(name, page_tokens, batch):
 def test_fused_cpu_attention_equals_the_matmul_path(name, monkeypatch):
     """The fused kernel (torch's flash attention for CPU, window and sinks merged by log-sum-exp) and
     the matmul-softmax-matmul path it replaces on CPU (and that other devices take) agree."""
-    import logstream.cache.paged_attention as paged_attention
+    from logstream.cache import paged_attention
 
     _, ours = tiny_pair(name, layers=2)
     schedule = mixed_schedule(seed=11, window=16)

@@ -19,7 +19,7 @@ when it did it all on the scoring thread): ``relearn_plan`` takes what to score 
 lines as they were read and encoded, on the scoring thread, at once), ``prepare`` loads the new
 model, primes its sink and scores those lines in its own engine (any thread: it touches nothing
 the serving scorer uses), and ``apply`` judges the new scores into the thresholds (on the scoring
-thread, milliseconds). Lines scored by the old model while ``prepare`` ran are not in the new
+thread; the worker does it in steps of 64 lines between batches, ``relearning``). Lines scored by the old model while ``prepare`` ran are not in the new
 windows; their streams' windows start from the kept lines instead.
 
 The same adapter serves the worker (fine-tuning in a background process) and ``logstream score``
@@ -120,7 +120,7 @@ class OnlineAdapter:
         it on the scoring thread, right before ``prepare``)."""
         return {source: list(track.encoded) for source, track in self.tracks.items() if track.encoded}
 
-    def prepare(self, scorer, model_dir, plan: dict[str, list[tuple]]) -> "PreparedSwap":
+    def prepare(self, scorer, model_dir, plan: dict[str, list[tuple]]) -> PreparedSwap:
         """A scorer on the new model (sharing the old one's reading, thresholds and marks, its sink
         primed anew, its windows empty) with the plan's lines scored in it; safe on another thread
         while ``scorer`` serves, as it only reads what the two share."""
@@ -137,14 +137,14 @@ class OnlineAdapter:
                     for source, kept in plan.items()}
         return PreparedSwap(new, rescored)
 
-    def apply(self, prepared: "PreparedSwap"):
+    def apply(self, prepared: PreparedSwap):
         """Judge the prepared scores into each source's thresholds; the scorer to serve from now on."""
         for _ in self.relearning(prepared):
             pass
         return prepared.scorer
 
     @staticmethod
-    def relearning(prepared: "PreparedSwap", lines_per_step: int = 64):
+    def relearning(prepared: PreparedSwap, lines_per_step: int = 64):
         """``apply`` in steps of at most ``lines_per_step`` lines, so that the worker can serve with the
         new scorer at once and re-learn between batches (milliseconds each, not a pause of hundreds):
         until a source's step comes, the old model's scores in its histories are its bar, as they

@@ -127,8 +127,9 @@ class PagedAttention:
     def _fused(self, rotated: Tensor, window_k: Tensor, window_v: Tensor, sink_k: Tensor, sink_v: Tensor) -> Tensor:
         """The same attention through torch's fused CPU attention kernel (flash attention: blocks of
         keys, the scores never materialised): the window and the sinks in one call each, merged by
-        their log-sum-exps. 3x faster than the matmul-softmax-matmul path for a 2048-token window
-        (measured here, float32, 7 rows x 120 tokens), equal within float rounding (tests)."""
+        their log-sum-exps. About 3x faster than the matmul-softmax-matmul path for a 2048-token window
+        (a one-off measurement on the 2-core development machine, float32, 7 rows x 120 tokens; the
+        committed figure is benchmarks/results/per_call.md), equal within float rounding (tests)."""
         B, H = rotated.shape[:2]
         q_win, q_sink = rotated[:, :, 0], rotated[:, :, 1]  # [B, H, T, hd]
 

@@ -27,8 +27,8 @@ from ..config import Settings
 from .metrics import (ANOMALIES, BATCH_SIZE, CACHE_DEVICE_BYTES, CACHE_DISK_BYTES, CACHE_FORGOTTEN, CACHE_HOST_BYTES,
                       CACHE_OFFLOADS, CACHE_RESTORES, CACHE_SHRUNK, CACHE_SLOTS, CACHE_SLOTS_IN_USE, CACHE_STREAMS,
                       CACHE_STREAMS_BY_TIER, ENTRIES_BY_FORMAT, ENTRIES_SCORED,
-                      INGEST_TO_SCORE, MODEL_INFO, MODEL_SWAP_PAUSE, MODEL_SWAPS, SCORES, SCORING_LATENCY, SESSIONS_ENDED, THRESHOLDS,
-                      TOKENS_SCORED)
+                      INGEST_TO_SCORE, MODEL_INFO, MODEL_SWAP_PAUSE, MODEL_SWAPS, SCORES, SCORING_LATENCY,
+                      SESSIONS_ENDED, THRESHOLDS, TOKENS_SCORED)
 from .records import ScoreRecord
 
 log = logging.getLogger("logstream.model_worker")
@@ -238,7 +238,8 @@ class ModelWorker:
         MODEL_SWAP_PAUSE.observe(paused)
         log.info("now serving model %s (%s): prepared beside scoring in %.1f s (sink primed, thresholds "
                  "re-learned from each source's latest lines, step by step between the next batches), scoring "
-                 "paused %.0f ms for the switch; stream windows restarted", self.scorer.model_version, version, time.monotonic() - started, 1000 * paused)
+                 "paused %.0f ms for the switch; stream windows restarted", self.scorer.model_version, version,
+                 time.monotonic() - started, 1000 * paused)
 
     def _end_session(self, stream: str, how: str) -> None:
         """Score a session's end, free its window; an abnormal end or stall becomes an alert."""
