@@ -35,6 +35,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -730,6 +731,8 @@ def main(argv=None) -> int:
                         "webhook,hostile,tailer,soak")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
+    # a SIGTERM (a timeout, a Ctrl-C'd wrapper) unwinds like an exception, so the broker and workers stop too
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     global TRACE_DIR
     TRACE_DIR = args.trace
     if TRACE_DIR:
