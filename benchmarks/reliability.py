@@ -227,7 +227,7 @@ def account(row: Row, landed, counts, done: dict[int, int] | None = None) -> Non
     at or past its partition's commit is one the worker has not reached yet: behind, not lost."""
     row.lines = len(landed)
     unscored = [p for p in landed if p not in counts]
-    row.behind = sum(1 for part, offset in unscored if done is not None and offset >= done.get(part, 0))
+    row.behind = 0 if done is None else sum(1 for part, offset in unscored if offset >= done.get(part, 0))
     row.lost = len(unscored) - row.behind
     row.rescored = sum(counts.get(p, 0) - 1 for p in landed if counts.get(p, 0) > 1)
     row.ok = row.ok and row.lost == 0
@@ -627,9 +627,11 @@ def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float,
             time.sleep(6)
         first = statistics.mean(r for t, r in samples if t <= 120) if samples else 0
         last = statistics.mean(r for t, r in samples[-6:]) if samples else 0
+        # the commit before the scores: the worker commits only what Kafka acknowledged scoring, so every
+        # line below this commit has its score on the topic by the read that follows
+        done = committed(broker.bootstrap_servers, scenario.input_topic, scenario.kafka.consumer_group)
         counts = wait_scored(broker.bootstrap_servers, scenario, steady.landed + burst.landed, 600)
-        account(row, steady.landed + burst.landed, counts,
-                committed(broker.bootstrap_servers, scenario.input_topic, scenario.kafka.consumer_group))
+        account(row, steady.landed + burst.landed, counts, done)
         if row.behind:  # the worker did not keep up: nothing lost, but the goal of the soak is not met
             row.notes.append(f"{row.behind:,} lines not scored by the end, still in the topic past the commit "
                              "(the worker fell behind)")
@@ -731,7 +733,7 @@ def main(argv=None) -> int:
                         "webhook,hostile,tailer,soak")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
-    # a SIGTERM (a timeout, a Ctrl-C'd wrapper) unwinds like an exception, so the broker and workers stop too
+    # a SIGTERM (a timeout, a supervisor) unwinds like an exception, so the broker and workers stop too
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     global TRACE_DIR
     TRACE_DIR = args.trace
