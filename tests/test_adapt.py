@@ -156,3 +156,21 @@ def test_a_swap_is_prepared_beside_scoring_without_touching_what_serves(adapted)
     assert sum(len(t.scores) for t in source.templates.values()) > histories or histories == sum(
         t.scores.maxlen for t in source.templates.values())
     assert all(s.verdict is not None for s in rescored)
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="the kernel schedules no autogroups")
+def test_the_trainers_session_is_scheduled_at_its_nice_value():
+    """Under autogroup scheduling a session competes as a whole: the trainer's session gets its nice."""
+    import subprocess
+
+    from logstream.adapt.background import lower_session_priority
+
+    trainer = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        assert Path(f"/proc/{trainer.pid}/autogroup").read_text().split()[-1] == "0"
+        lower_session_priority(trainer.pid, 10)
+        assert Path(f"/proc/{trainer.pid}/autogroup").read_text().split()[-1] == "10"
+        assert Path("/proc/self/autogroup").read_text().split()[-1] == "0"  # the worker's own is untouched
+    finally:
+        trainer.kill()
+        trainer.wait()
