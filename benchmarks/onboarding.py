@@ -196,8 +196,10 @@ def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Pat
 
 def throughput_while_training(stream: list[Line], batch: int, lines: int = 3000, repeats: int = 2) -> dict:
     """Scoring lines/s alone and while a fine-tuning round runs in the background exactly as the worker
-    starts it (``nice``, ``adapt.threads``), alternated ``repeats`` times; the same lines each time."""
+    starts it (``trainer_command``: ``nice``, ``adapt.threads``, a session of its own at that nice), alternated ``repeats`` times; the same lines each time."""
     import subprocess
+
+    from logstream.adapt.background import lower_session_priority, trainer_command
 
     settings = Settings()
     sample = [(line.source, line.text) for line in stream[:lines]]
@@ -217,12 +219,12 @@ def throughput_while_training(stream: list[Line], batch: int, lines: int = 3000,
     alone, training = [], []
     for _ in range(repeats):
         alone.append(score_all())
-        command = ["nice", "-n", str(settings.adapt.nice), sys.executable, "-m", "pipelines.finetune", "--base",
-                   str(settings.model.path), "--recent", str(recent / "recent.jsonl"), "--out", str(recent / "m"),
-                   "--sources", "throughput"]
-        env = {**os.environ, "OMP_NUM_THREADS": str(settings.adapt.threads), "TQDM_DISABLE": "1",
-               "LOGSTREAM_ADAPT__STEPS": "400"}  # long enough to outlast the scoring
-        trainer = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        command, env = trainer_command(settings.adapt, settings.model.path, recent / "recent.jsonl", recent / "m",
+                                       ["throughput"])
+        env["LOGSTREAM_ADAPT__STEPS"] = "400"  # long enough to outlast the scoring
+        trainer = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        lower_session_priority(trainer.pid, settings.adapt.nice)
         time.sleep(8)  # past its start-up, into training
         try:
             training.append(score_all())

@@ -146,7 +146,8 @@ class Steady:
     """Produce synthetic lines at ``rate`` lines/s from a thread (kafka-python), until stopped."""
 
     def __init__(self, bootstrap: str, topic: str, rate: float, seed: int = 0):
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=2,
+        # linger as the shipped tailer's producer (logstream.service.tailer)
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5,
                                       max_request_size=32 << 20)
         self.topic, self.rate = topic, rate
         self.logs = iter(SyntheticLogs(seed=seed, anomaly_rate=0.0))
@@ -559,6 +560,38 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class Cores:
+    """Cores taken by the worker, its fine-tuning child (``trainer``: its reaped children's time is
+    counted in the worker's by the kernel, so it is read apart, from the live child), the broker and
+    this process (the load generator) between two ``take`` calls."""
+
+    def __init__(self, worker_pid: int, broker_pid: int):
+        self.pids = {"worker": worker_pid, "broker": broker_pid, "load generator": os.getpid()}
+        self.last = self._read()
+
+    def _read(self) -> tuple[float, dict[str, float]]:
+        own = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+        trainer = 0.0
+        for child in _children(self.pids["worker"]):
+            try:
+                trainer += cpu_seconds(child)
+            except OSError:  # it ended meanwhile
+                pass
+        return time.monotonic(), {**own, "trainer": trainer}
+
+    def take(self) -> dict[str, float]:
+        (t0, before), (t1, after) = self.last, self._read()
+        self.last = (t1, after)
+        shares = {name: max(after[name] - before[name], 0.0) / max(t1 - t0, 1e-9) for name in before}
+        if after["trainer"] < before["trainer"]:  # a round ended and a new one began: its time so far
+            shares["trainer"] = after["trainer"] / max(t1 - t0, 1e-9)
+        return shares
+
+
+def cores_text(shares: dict[str, float]) -> str:
+    return " / ".join(f"{shares[k]:.2f}" for k in ("worker", "trainer", "broker", "load generator"))
+
+
 def live_throughput(broker, workdir: Path, backlog_rate: float, seconds: float = 30.0) -> tuple[float, dict]:
     """The rate one worker keeps up with while lines arrive live: lines produced at 1.25x the
     backlog rate for ``seconds`` (after 10 s of warm-up) with the worker consuming meanwhile, as a
@@ -596,21 +629,25 @@ def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float,
     try:
         wait(lambda: readiness(scenario.metrics_port) == 200, 240)
         # latency phases first (a warm worker), then the soak at 80 %
+        cores = Cores(worker.process.pid, broker.process.pid)
         for share in shares:
             before = phase_counters(scenario.metrics_port)
             steady = Steady(broker.bootstrap_servers, scenario.input_topic, rated * share, seed=int(share * 100)).start()
+            cores.take()
             time.sleep(45)
+            taken = cores.take()
             steady.stop()
-            diagnosis = phase_diagnosis(before, phase_counters(scenario.metrics_port))
+            diagnosis = {**phase_diagnosis(before, phase_counters(scenario.metrics_port)), "cores": taken}
             lat = latency_of(broker.bootstrap_servers, scenario, set(steady.landed), trace=TRACE_DIR and
                              TRACE_DIR / f"latency-{share:g}.json")
             latencies.append((share, rated * share, lat, diagnosis))
         steady = Steady(broker.bootstrap_servers, scenario.input_topic, rated * 0.8, seed=5).start()
         samples = []
         started = time.monotonic()
+        cores.take()
         while time.monotonic() - started < soak_s:
             time.sleep(10)
-            samples.append((time.monotonic() - started, rss_mib(worker.process.pid)))
+            samples.append((time.monotonic() - started, rss_mib(worker.process.pid), cores.take()))
         steady.stop()
         wait(lambda: metric(scenario.metrics_port, "logstream_consumer_lag_messages") == 0, 120)
         # a burst: 20 s of lines at 3x the rated rate, then the gauge against the real backlog
@@ -625,8 +662,12 @@ def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float,
             gauge = metric(scenario.metrics_port, "logstream_consumer_lag_messages")
             gauge_vs_real.append((gauge, real))
             time.sleep(6)
-        first = statistics.mean(r for t, r in samples if t <= 120) if samples else 0
-        last = statistics.mean(r for t, r in samples[-6:]) if samples else 0
+        first = statistics.mean(r for t, r, _ in samples if t <= 120) if samples else 0
+        last = statistics.mean(r for t, r, _ in samples[-6:]) if samples else 0
+        # the cores each process took over the soak's first and last minute: the bundled broker's grow
+        # with what it holds (see the report's note), and they are this machine's two
+        early = {k: statistics.mean(c[k] for t, _, c in samples if t <= 60) for k in samples[0][2]} if samples else {}
+        late = {k: statistics.mean(c[k] for _, _, c in samples[-6:]) for k in samples[0][2]} if samples else {}
         # the commit before the scores: the worker commits only what Kafka acknowledged scoring, so every
         # line below this commit has its score on the topic by the read that follows
         done = committed(broker.bootstrap_servers, scenario.input_topic, scenario.kafka.consumer_group)
@@ -638,6 +679,9 @@ def soak_and_latency(broker, workdir: Path, rated: float, soak_s: float,
             row.ok = False
         errors = [abs(g - r) / r for g, r in gauge_vs_real if r > 100]
         worst = max(errors) if errors else 0.0
+        if samples:
+            row.notes.append("cores taken (worker / trainer / broker / load generator): first minute "
+                             f"{cores_text(early)}, last minute {cores_text(late)}")
         row.notes.append(f"{rated * 0.8:.0f} lines/s; worker RSS first 2 min {first:.0f} MiB, last minute "
                          f"{last:.0f} MiB ({(last - first) / max(first, 1) * 100:+.1f} %); lag gauge vs real backlog "
                          f"after the burst: " + ", ".join(f"{g:.0f}/{r}" for g, r in gauge_vs_real)
@@ -693,7 +737,10 @@ def write_report(path: Path, rows: list[Row], latencies: list, rates: tuple, arg
         f"synthetic lines (written before the worker starts, the broker and the load generator idle meanwhile): "
         f"{backlog:.0f} lines/s; live (lines produced at 1.25x that rate while the worker consumes, as in service): "
         f"{live:.0f} lines/s, with the cores shared as " + ", ".join(f"{k} {v:.2f}" for k, v in shares.items())
-        + " (of 2). The latency phases and the soak run at shares of the rated figure.", "",
+        + " (of 2). The latency phases and the soak run at shares of the rated figure, on a broker of their own "
+        "started empty: the bundled broker's CPU grows with the record batches it holds "
+        "(`benchmarks/results/broker_growth.md`), so a long soak here also measures the broker taking the "
+        "worker's cores.", "",
         "| scenario | input lines | lost | scored twice (or sent twice) | alerts | crash loop | recovery after "
         "the broker's return (s) | goal met | notes |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -705,13 +752,15 @@ def write_report(path: Path, rows: list[Row], latencies: list, rates: tuple, arg
             "Ingest-to-score: the score record's Kafka timestamp minus the input record's (the worker scores "
             "and alerts in the same batch: an alert is published with its score). Beside it, what the worker "
             "did in the phase (its own metrics): mean lines per micro-batch, mean time to score one, model "
-            "versions swapped in (fine-tuning rounds finished) and how long scoring paused for the swaps.", "",
+            "versions swapped in (fine-tuning rounds finished) and how long scoring paused for the swaps; and "
+            "the cores each process took in the phase (of this machine's two).", "",
             "| share of rated | lines/s | lines | p50 ms | p99 ms | lines per batch | ms to score a batch | swaps "
-            "(rounds) | paused for swaps ms |", "|---|---|---|---|---|---|---|---|---|"]
+            "(rounds) | paused for swaps ms | cores: worker / trainer / broker / load generator |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for share, rate, lat, d in latencies:
         out.append(f"| {share * 100:.0f} % | {rate:.0f} | {len(lat):,} | {pct(lat, 50):.0f} | {pct(lat, 99):.0f} | "
                    f"{d['batch']:.1f} | {d['score_ms']:.0f} | {d['swaps']:.0f} ({d['rounds']:.0f}) | "
-                   f"{d['pause_ms']:.0f} |")
+                   f"{d['pause_ms']:.0f} | {cores_text(d['cores'])} |")
     out += ["", "Goals (issue 13): 0 input lines lost, 0 alerts lost, no crash loop, recovery within 30 s of the "
             "broker's return, lag gauge within 5 % of the real backlog, memory flat; p99 under 250 ms at 50 %."]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -767,8 +816,10 @@ def main(argv=None) -> int:
                 print(f"[{time.monotonic() - started:5.0f}s] {name}...", flush=True)
                 rows.append(run())
                 print(f"  {rows[-1]}", flush=True)
-        if want("soak"):
-            print(f"[{time.monotonic() - started:5.0f}s] soak and latency...", flush=True)
+    if want("soak"):
+        print(f"[{time.monotonic() - started:5.0f}s] soak and latency...", flush=True)
+        # on a broker of its own, started empty: the bundled broker's CPU grows with what it holds
+        with EmbeddedBroker() as broker:
             row, latencies = soak_and_latency(broker, workdir, rated, args.soak_s,
                                               tuple(float(x) for x in args.shares.split(",")))
             rows.append(row)

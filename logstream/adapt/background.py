@@ -24,6 +24,15 @@ from .store import ModelStore
 log = logging.getLogger("logstream.adapt")
 
 
+def trainer_command(settings: AdaptSettings, base: Path, recent: Path, out: Path,
+                    sources: list[str]) -> tuple[list[str], dict[str, str]]:
+    """The command line (under ``nice``) and environment of a round's fine-tuning process; start it in
+    a session of its own, then ``lower_session_priority``."""
+    command = ["nice", "-n", str(settings.nice), sys.executable, "-m", "pipelines.finetune", "--base", str(base),
+               "--recent", str(recent), "--out", str(out), "--sources", ",".join(sources)]
+    return command, {**os.environ, "OMP_NUM_THREADS": str(settings.threads), "TQDM_DISABLE": "1"}
+
+
 def lower_session_priority(pid: int, nice: int) -> None:
     """Give the session ``pid`` leads the trainer's nice value as a whole. Under the kernel's autogroup
     scheduling (on by default in most distributions' kernels) each session is scheduled as one group,
@@ -60,10 +69,7 @@ class RoundRunner:
                     for line in lines:
                         f.write(json.dumps({"stream": stream, "line": line}) + "\n")
             staged = job / "model"
-            command = ["nice", "-n", str(self.settings.nice), sys.executable, "-m", "pipelines.finetune",
-                       "--base", str(base), "--recent", str(recent), "--out", str(staged),
-                       "--sources", ",".join(round_.sources)]
-            env = {**os.environ, "OMP_NUM_THREADS": str(self.settings.threads), "TQDM_DISABLE": "1"}
+            command, env = trainer_command(self.settings, base, recent, staged, round_.sources)
             started = time.monotonic()
             with (job / "trainer.log").open("wb") as out:
                 process = await asyncio.create_subprocess_exec(*command, stdout=out, stderr=asyncio.subprocess.STDOUT,
