@@ -411,7 +411,7 @@ class WorkerSettings(Section):
     batch_size: int = Field(256, ge=1, description="lines per micro-batch")
     batch_within_s: float = Field(0.01, gt=0, description="longest wait to fill a micro-batch (the wait starts "
                                   "again after each batch; with these defaults benchmarks/results/reliability.md "
-                                  "measured p50 ingest-to-score 44 ms at 25 % of rated throughput)")
+                                  "measured p50 ingest-to-score 49 ms at 25 % of rated throughput)")
     fetch_wait_ms: int = Field(20, ge=0, le=30_000, description="longest wait of a consumer fetch for new "
                                "lines (Faust's own driver waits 1.5 s: measured p50 ingest-to-alert 540 ms at 50 "
                                "lines/s, 100 ms with 100)")
