@@ -31,11 +31,7 @@ with warnings.catch_warnings():
     from kafka.admin import KafkaAdminClient, NewTopic
 
 from logstream.service.broker import EmbeddedBroker  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from reliability import cpu_seconds  # noqa: E402 - next to this script
 
 
 def follow(bootstrap: str, topic: str, stop: threading.Event) -> None:

@@ -196,7 +196,8 @@ def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Pat
 
 def throughput_while_training(stream: list[Line], batch: int, lines: int = 3000, repeats: int = 2) -> dict:
     """Scoring lines/s alone and while a fine-tuning round runs in the background exactly as the worker
-    starts it (``trainer_command``: ``nice``, ``adapt.threads``, a session of its own at that nice), alternated ``repeats`` times; the same lines each time."""
+    starts it (``trainer_command``: ``nice``, ``adapt.threads``, a session of its own at that nice),
+    alternated ``repeats`` times; the same lines each time."""
     import subprocess
 
     from logstream.adapt.background import lower_session_priority, trainer_command

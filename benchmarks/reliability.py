@@ -582,10 +582,9 @@ class Cores:
     def take(self) -> dict[str, float]:
         (t0, before), (t1, after) = self.last, self._read()
         self.last = (t1, after)
-        shares = {name: max(after[name] - before[name], 0.0) / max(t1 - t0, 1e-9) for name in before}
         if after["trainer"] < before["trainer"]:  # a round ended and a new one began: its time so far
-            shares["trainer"] = after["trainer"] / max(t1 - t0, 1e-9)
-        return shares
+            before = {**before, "trainer": 0.0}
+        return {name: (after[name] - before[name]) / max(t1 - t0, 1e-9) for name in before}
 
 
 def cores_text(shares: dict[str, float]) -> str:
