@@ -165,12 +165,16 @@ def test_the_trainers_session_is_scheduled_at_its_nice_value():
 
     from logstream.adapt.background import lower_session_priority
 
+    # The worker's own process may sit in the root group, whose file reads empty (CI's does).
+    own_group = Path("/proc/self/autogroup").read_text()
     trainer = subprocess.Popen(["sleep", "30"], start_new_session=True)
     try:
+        if not Path(f"/proc/{trainer.pid}/autogroup").read_text():
+            pytest.skip("a new session gets no autogroup here")
         assert Path(f"/proc/{trainer.pid}/autogroup").read_text().split()[-1] == "0"
         lower_session_priority(trainer.pid, 10)
         assert Path(f"/proc/{trainer.pid}/autogroup").read_text().split()[-1] == "10"
-        assert Path("/proc/self/autogroup").read_text().split()[-1] == "0"  # the worker's own is untouched
+        assert Path("/proc/self/autogroup").read_text() == own_group  # the worker's own is untouched
     finally:
         trainer.kill()
         trainer.wait()
