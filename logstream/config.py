@@ -252,7 +252,14 @@ class AdaptSettings(Section):
                                 "model was first trained on, so it keeps what it knew")
     threads: int = Field(1, ge=1, description="CPU threads of the trainer process")
     nice: int = Field(10, ge=0, le=19, description="the trainer's CPU priority below the worker's")
-    max_minutes: float = Field(10.0, gt=0, description="a round stops after this long")
+    max_minutes: float = Field(10.0, gt=0, description="a round stops after this many minutes of its own running "
+                               "(time paused for scoring does not count)")
+    pause_above_ms: float | None = Field(150.0, gt=0, description="scoring first: the trainer is paused while "
+                                         "micro-batches' oldest lines waited longer than this to be scored (on a "
+                                         "small machine a running trainer slows scoring whatever its nice: "
+                                         "benchmarks/results/reliability.md); none: never paused")
+    resume_after_s: float = Field(5.0, gt=0, description="a paused trainer goes on once no batch was later than "
+                                  "pause_above_ms for this long")
     check_interval_s: float = Field(5.0, gt=0, description="how often the worker checks for due rounds, finished "
                                     "rounds and rollbacks")
 
@@ -463,7 +470,7 @@ class TailSettings(Section):
 ENV_PREFIX = "LOGSTREAM_"
 # variables of the project that are not settings (the set-up scripts', the evaluation cache, the tests')
 NOT_SETTINGS = frozenset({"LOGSTREAM_CONFIG", "LOGSTREAM_EVAL_CACHE", "LOGSTREAM_EXTRAS", "LOGSTREAM_SKIP_APT",
-                          "LOGSTREAM_SERVICES"})
+                          "LOGSTREAM_SERVICES", "LOGSTREAM_TRAINER_PARENT"})
 
 
 class YamlSource(PydanticBaseSettingsSource):

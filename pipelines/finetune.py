@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import time
 from pathlib import Path
 
 import torch
@@ -115,7 +116,10 @@ def finetune(base_dir: str | Path, recent: Corpus, out_dir: str | Path, cfg: Fin
     train_cfg = TrainConfig(steps=cfg.steps, batch_size=cfg.batch_size, context=cfg.context,
                             learning_rate=cfg.learning_rate, warmup_steps=min(5, cfg.steps), seed=cfg.seed,
                             max_minutes=cfg.max_minutes, checkpoint_every=10**9)
-    summary = train_model(model, sampler, train_cfg, checkpoint_dir=None, progress=progress)
+    # max_minutes counts the trainer's own running (CPU time per thread): the worker pauses it while
+    # scoring falls behind, and a paused round should not lose its steps for it
+    summary = train_model(model, sampler, train_cfg, checkpoint_dir=None, progress=progress,
+                          clock=lambda: time.process_time() / cfg.threads)
 
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -140,6 +144,7 @@ def main(argv=None) -> int:
     import argparse
     import logging
 
+    from logstream.adapt.background import die_with_worker
     from logstream.config import Settings
 
     p = argparse.ArgumentParser(description="fine-tune a model on recent lines (one continual-learning round)")
@@ -148,6 +153,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--sources", default="", help="the sources that asked for the round (recorded in the card)")
     args = p.parse_args(argv)
+    die_with_worker()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings = Settings()
     recent = Corpus()

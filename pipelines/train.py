@@ -181,7 +181,7 @@ def load_checkpoint(path: Path, model, optimizer) -> tuple[int, list[float]]:
 
 
 def train_model(model, sampler: ExampleSampler, cfg: TrainConfig, checkpoint_dir: Path | None,
-                progress: bool = True, stop_at_step: int | None = None) -> dict:
+                progress: bool = True, stop_at_step: int | None = None, clock=time.monotonic) -> dict:
     """Train to ``cfg.steps`` (resuming from ``checkpoint_dir``); ``stop_at_step`` pauses a run early."""
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -193,7 +193,7 @@ def train_model(model, sampler: ExampleSampler, cfg: TrainConfig, checkpoint_dir
         step, losses = load_checkpoint(checkpoint_dir, model, optimizer)
         log.info("resuming from %s at step %d", checkpoint_dir, step)
     model.train()
-    started = time.monotonic()
+    started, limit_started = time.monotonic(), clock()  # ``clock`` measures max_minutes
     bar = tqdm(total=cfg.steps, initial=step, desc="training", unit="step", disable=not progress)
     stopped_early = False
     while step < cfg.steps:
@@ -211,7 +211,7 @@ def train_model(model, sampler: ExampleSampler, cfg: TrainConfig, checkpoint_dir
         bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
         if checkpoint_dir is not None and step % cfg.checkpoint_every == 0:
             save_checkpoint(checkpoint_dir, model, optimizer, step, losses)
-        if (cfg.max_minutes is not None and time.monotonic() - started > cfg.max_minutes * 60) or \
+        if (cfg.max_minutes is not None and clock() - limit_started > cfg.max_minutes * 60) or \
                 step == stop_at_step:
             if checkpoint_dir is not None:
                 save_checkpoint(checkpoint_dir, model, optimizer, step, losses)

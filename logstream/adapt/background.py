@@ -3,7 +3,8 @@
 The model thread decides a round is due (``OnlineAdapter``); ``RoundRunner.start`` writes its lines
 to a job directory and starts ``python -m pipelines.finetune`` under ``nice`` with
 ``adapt.threads`` threads; when it finishes, the new model goes into the store and the caller
-swaps it in. Scoring goes on meanwhile: the trainer is another process on another core.
+swaps it in. Scoring goes on meanwhile, and comes first: the trainer is another process, paused
+(``TrainerGate``) while scoring falls behind.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import json
 import logging
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
 
 from ..config import AdaptSettings
+from ..service.metrics import TRAINER_PAUSED, TRAINER_PAUSED_SECONDS
 from .online import Round
 from .store import ModelStore
 
@@ -45,10 +48,90 @@ def lower_session_priority(pid: int, nice: int) -> None:
         log.debug("could not set the trainer session's nice value: %s", exc)
 
 
+PARENT_ENV = "LOGSTREAM_TRAINER_PARENT"  # the worker's pid, for die_with_worker
+
+
+def die_with_worker() -> None:
+    """In the trainer: be killed by the kernel when the worker that started it dies. A trainer the
+    worker paused (SIGSTOP) could not notice by itself, and would wait stopped for ever."""
+    parent = os.environ.get(PARENT_ENV)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != int(parent):  # the worker died before the request was made
+        raise SystemExit("the worker that started this round is gone")
+
+
+class TrainerGate:
+    """Scoring first. On a small machine a running trainer slows scoring whatever its nice (the
+    cores' shared caches and memory bandwidth; measured in benchmarks/results/reliability.md), so it
+    is paused while micro-batches' oldest lines wait longer than ``pause_above_s`` to be scored, and
+    goes on once none did for ``resume_after_s``."""
+
+    def __init__(self, pause_above_s: float | None, resume_after_s: float, clock=time.monotonic):
+        self.pause_above_s, self.resume_after_s, self.clock = pause_above_s, resume_after_s, clock
+        self.last_late: float | None = None
+
+    def observe(self, waited_s: float) -> None:
+        """A batch was scored; its oldest line had waited ``waited_s`` since it was written."""
+        if self.pause_above_s is not None and waited_s > self.pause_above_s:
+            self.last_late = self.clock()
+
+    def resume_in(self) -> float:
+        """Seconds until the trainer may run again (0: now)."""
+        if self.last_late is None:
+            return 0.0
+        return max(0.0, self.last_late + self.resume_after_s - self.clock())
+
+
 class RoundRunner:
     def __init__(self, settings: AdaptSettings, store: ModelStore):
         self.settings, self.store = settings, store
         self.running: asyncio.Task | None = None
+        pause_above = settings.pause_above_ms / 1000 if settings.pause_above_ms is not None else None
+        self.gate = TrainerGate(pause_above, settings.resume_after_s)
+        self.trainer: asyncio.subprocess.Process | None = None
+        self.paused_since: float | None = None
+        self.paused_s = 0.0  # in the running round
+        self._resume_check: asyncio.TimerHandle | None = None
+
+    def batch_scored(self, waited_s: float) -> None:
+        """Called for every scored batch: pause the trainer when scoring fell behind."""
+        self.gate.observe(waited_s)
+        self._apply_gate()
+
+    def _apply_gate(self) -> None:
+        wait = self.gate.resume_in()
+        if wait > 0 and self.trainer is not None and self.paused_since is None:
+            self._signal(signal.SIGSTOP)
+            self.paused_since = time.monotonic()
+            TRAINER_PAUSED.set(1)
+        elif wait == 0 and self.paused_since is not None:
+            self._resume()
+        if self.paused_since is not None and self._resume_check is None:  # batches may stop coming
+            def check() -> None:
+                self._resume_check = None
+                self._apply_gate()
+            self._resume_check = asyncio.get_running_loop().call_later(max(wait, 0.05), check)
+
+    def _resume(self) -> None:
+        if self.paused_since is None:
+            return
+        self._signal(signal.SIGCONT)
+        paused = time.monotonic() - self.paused_since
+        self.paused_s += paused
+        TRAINER_PAUSED_SECONDS.inc(paused)
+        TRAINER_PAUSED.set(0)
+        self.paused_since = None
+
+    def _signal(self, signum: int) -> None:
+        try:
+            os.killpg(self.trainer.pid, signum)  # its session's group: the trainer and anything it starts
+        except (ProcessLookupError, PermissionError):  # it has just ended
+            pass
 
     @property
     def busy(self) -> bool:
@@ -58,6 +141,22 @@ class RoundRunner:
         """Train the round in the background; the task's result is the new version (or an exception)."""
         self.running = asyncio.get_running_loop().create_task(self._run(round_, base))
         return self.running
+
+    async def _wait(self, process: asyncio.subprocess.Process, started: float) -> int:
+        """The trainer's exit code; a trainer still running ``max_minutes`` + 5 of its own minutes
+        (time paused for scoring does not count) is taken for hung."""
+        self._apply_gate()  # scoring may be behind already
+        limit = 60 * self.settings.max_minutes + 300
+        ended = asyncio.ensure_future(process.wait())
+        while True:
+            paused = self.paused_s + (time.monotonic() - self.paused_since if self.paused_since is not None else 0)
+            left = limit - (time.monotonic() - started - paused)
+            if left <= 0:
+                ended.cancel()
+                raise asyncio.TimeoutError
+            done, _ = await asyncio.wait({ended}, timeout=left)
+            if done:
+                return ended.result()
 
     async def _run(self, round_: Round, base: Path) -> str:
         job = self.store.root / "jobs" / time.strftime("%Y%m%dT%H%M%S")
@@ -73,14 +172,19 @@ class RoundRunner:
             started = time.monotonic()
             with (job / "trainer.log").open("wb") as out:
                 process = await asyncio.create_subprocess_exec(*command, stdout=out, stderr=asyncio.subprocess.STDOUT,
-                                                               env=env, start_new_session=True)
+                                                               env={**env, PARENT_ENV: str(os.getpid())},
+                                                               start_new_session=True)
                 lower_session_priority(process.pid, self.settings.nice)
+                self.trainer, self.paused_s = process, 0.0
                 try:
-                    code = await asyncio.wait_for(process.wait(), timeout=60 * self.settings.max_minutes + 300)
+                    code = await self._wait(process, started)
                 except (asyncio.TimeoutError, asyncio.CancelledError):
                     process.kill()
                     await process.wait()
                     raise
+                finally:
+                    self._resume()
+                    self.trainer = None
             if code != 0:
                 tail = (job / "trainer.log").read_text(errors="replace")[-2000:]
                 raise RuntimeError(f"the fine-tuning process exited with code {code}:\n{tail}")

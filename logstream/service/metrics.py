@@ -18,6 +18,9 @@ SCORING_LATENCY = Histogram(
 INGEST_TO_SCORE = Histogram(
     "logstream_ingest_to_score_seconds", "time from the message's Kafka timestamp to its score",
     registry=REGISTRY, buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+PUBLISH_WAIT = Histogram(
+    "logstream_publish_wait_seconds", "time a micro-batch waited for Kafka to acknowledge what it published",
+    registry=REGISTRY, buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 BATCH_SIZE = Histogram("logstream_batch_size_entries", "entries per scored micro-batch", registry=REGISTRY,
                        buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024))
 SCORES = Histogram("logstream_anomaly_score", "anomaly scores of scored entries", registry=REGISTRY,
@@ -99,6 +102,10 @@ BROKER_OUTAGE_SECONDS = Counter("logstream_broker_outage_seconds_total", "second
                                 "worker", registry=REGISTRY)
 ADAPT_ROUNDS = Counter("logstream_adapt_rounds_total", "continual fine-tuning rounds, by result", ["result"],
                        registry=REGISTRY)
+TRAINER_PAUSED = Gauge("logstream_adapt_trainer_paused", "1 while the fine-tuning trainer is paused because scoring "
+                       "fell behind (adapt.pause_above_ms)", registry=REGISTRY)
+TRAINER_PAUSED_SECONDS = Counter("logstream_adapt_trainer_paused_seconds_total", "time the fine-tuning trainer spent "
+                                 "paused for scoring", registry=REGISTRY)
 EMPTY_LINES = Counter("logstream_empty_lines_total", "input entries with nothing but white space, skipped",
                       registry=REGISTRY)
 TRUNCATED_LINES = Counter("logstream_truncated_lines_total", "input lines cut at tail.max_line_bytes before scoring",

@@ -28,7 +28,7 @@ import asyncio
 import logging
 import socket
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -46,7 +46,7 @@ from .inflight import InflightLog
 from .kafka_transport import use_fetch_wait
 from .metrics import (ADAPT_ROUNDS, ALERTS, BROKER_OUTAGE_SECONDS, BROKER_OUTAGES, BROKER_UP, CONSUMER_LAG,
                       DEAD_LETTERS, EMPTY_LINES, FEEDBACK_APPLIED, FEEDBACK_INVALID, MODEL_SWAP_FAILURES,
-                      PUBLISH_RETRIES, READY, TRUNCATED_LINES, initialise_labels)
+                      PUBLISH_RETRIES, PUBLISH_WAIT, READY, TRUNCATED_LINES, initialise_labels)
 from .model_worker import EntryMeta, ModelWorker, Scored
 from .records import DeadLetterKind, DeadLetterRecord
 from .streams import StreamRouter
@@ -158,6 +158,7 @@ class BatchProcessor:
         self._revoked: set[tuple[str, int]] = set()  # revoked, not yet known to be gone for good
         self.assigned_once = False  # the consumer group has been joined (readiness)
         self.recent_alerts: OrderedDict[str, Alert] = OrderedDict()  # alert id -> alert, for feedback
+        self.on_scored: Callable[[float], None] | None = None  # told how long each batch's oldest line waited
 
     async def start(self) -> None:
         if not self._sinks_started:
@@ -231,11 +232,18 @@ class BatchProcessor:
             for message in dict.fromkeys(sources):  # an OTLP message's entries are dead-lettered as one
                 pending.append(await self._dead_letter(reason, "scoring", message))
             scored = []
+        self._report_wait(scored)
         pending += await self._publish_scores(scored)
         alerts = [alert for s in scored if s.alert is not None for alert in self.grouper.add(s.alert)]
         alerts += await self._ended_sessions()
         pending += await self._publish_alerts(alerts)
         await self._acknowledged(pending)
+
+    def _report_wait(self, scored: list[Scored]) -> None:
+        """How long the batch's oldest line waited from its Kafka timestamp to its score."""
+        oldest = min((s.meta.kafka_time for s in scored if s.meta.kafka_time is not None), default=None)
+        if self.on_scored is not None and oldest is not None:
+            self.on_scored(max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
 
     async def _ended_sessions(self) -> list[Alert]:
         """End the sessions gone quiet; the alerts of abnormal ones. Ended sessions are forgotten
@@ -316,6 +324,7 @@ class BatchProcessor:
             results = await asyncio.gather(*(p.future for p in pending), return_exceptions=True)
             failed = [p for p, r in zip(pending, results) if isinstance(r, BaseException)]
             if not failed:
+                PUBLISH_WAIT.observe(asyncio.get_running_loop().time() - started)
                 return
             error = next(r for r in results if isinstance(r, BaseException))
             waited = asyncio.get_running_loop().time() - started
@@ -580,6 +589,8 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
             log.exception("ending quiet sessions failed")
 
     adaptation = Adaptation(settings, model)
+    if adaptation.runner is not None:
+        processor.on_scored = adaptation.runner.batch_scored
 
     @app.timer(settings.adapt.check_interval_s, name="logstream-adapt")
     async def adapt():

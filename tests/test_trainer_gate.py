@@ -1,0 +1,113 @@
+"""Scoring first: the fine-tuning trainer is paused while scoring falls behind, and dies with its worker."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from logstream.adapt.background import PARENT_ENV, RoundRunner, TrainerGate
+from logstream.config import AdaptSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+# a stand-in trainer: it ends after 0.3 s of its own CPU time, so while stopped it cannot end
+BURN = "import time\nwhile time.process_time() < 0.3: pass"
+
+
+def state(pid: int) -> str:
+    """The process's state letter (R, S, T for stopped, Z), or '' once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return ""
+
+
+def test_the_gate_pauses_on_a_late_batch_and_resumes_after_a_quiet_spell():
+    now = [100.0]
+    gate = TrainerGate(pause_above_s=0.15, resume_after_s=5.0, clock=lambda: now[0])
+    gate.observe(0.10)
+    assert gate.resume_in() == 0  # on time: the trainer runs
+    gate.observe(0.20)
+    assert gate.resume_in() == pytest.approx(5.0)
+    now[0] += 3
+    gate.observe(0.12)  # on time again, but not for long enough yet
+    assert gate.resume_in() == pytest.approx(2.0)
+    now[0] += 1
+    gate.observe(0.30)  # late again: the quiet spell starts over
+    assert gate.resume_in() == pytest.approx(5.0)
+    now[0] += 5
+    assert gate.resume_in() == 0
+
+
+def test_a_gate_without_a_bound_never_pauses():
+    gate = TrainerGate(pause_above_s=None, resume_after_s=5.0)
+    gate.observe(1e6)
+    assert gate.resume_in() == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_runner_stops_the_trainer_while_scoring_is_late_and_lets_it_finish_after():
+    async def main() -> tuple[float, float, list[str]]:
+        runner = RoundRunner(AdaptSettings(pause_above_ms=100, resume_after_s=1.0), store=None)
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", BURN, start_new_session=True)
+        runner.trainer = process
+        started = time.monotonic()
+        runner.batch_scored(0.5)  # a batch whose oldest line waited 500 ms
+        seen = []
+        for _ in range(5):  # paused: no progress, whatever the wait
+            await asyncio.sleep(0.1)
+            seen.append(state(process.pid))
+        code = await asyncio.wait_for(runner._wait(process, started), timeout=30)
+        assert code == 0
+        return time.monotonic() - started, runner.paused_s, seen
+
+    took, paused, seen = asyncio.run(main())
+    assert seen == ["T"] * 5
+    assert 0.9 < paused < 3.0  # resumed by the timer, with no batch coming in
+    assert took >= paused
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
+def test_a_paused_trainer_dies_with_its_worker():
+    """The worker is SIGKILLed while its trainer is stopped: the kernel kills the trainer too."""
+    worker_code = f"""
+import os, signal, subprocess, sys, time
+env = {{**os.environ, {PARENT_ENV!r}: str(os.getpid())}}
+trainer = subprocess.Popen([sys.executable, "-c",
+    "from logstream.adapt.background import die_with_worker; die_with_worker(); import time; time.sleep(60)"],
+    env=env, start_new_session=True)
+time.sleep(1.5)  # it has made its request
+os.killpg(trainer.pid, signal.SIGSTOP)
+print(trainer.pid, flush=True)
+time.sleep(60)
+"""
+    worker = subprocess.Popen([sys.executable, "-c", worker_code], stdout=subprocess.PIPE, text=True, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        trainer_pid = int(worker.stdout.readline())
+        assert state(trainer_pid) == "T"
+        worker.kill()
+        worker.wait()
+        deadline = time.monotonic() + 10
+        while state(trainer_pid) not in ("", "Z") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert state(trainer_pid) in ("", "Z")
+    finally:
+        worker.kill()
+        try:
+            os.kill(trainer_pid, signal.SIGKILL)
+        except (ProcessLookupError, UnboundLocalError):
+            pass
+
+
+def test_a_trainer_whose_worker_is_already_gone_exits():
+    env = {**os.environ, PARENT_ENV: str(os.getpid() + 1), "PYTHONPATH": str(ROOT)}  # not its parent
+    done = subprocess.run([sys.executable, "-c", "from logstream.adapt.background import die_with_worker; "
+                           "die_with_worker()"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "is gone" in done.stderr
