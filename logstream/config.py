@@ -254,7 +254,7 @@ class AdaptSettings(Section):
     nice: int = Field(10, ge=0, le=19, description="the trainer's CPU priority below the worker's")
     max_minutes: float = Field(10.0, gt=0, description="a round stops after this many minutes of its own running "
                                "(time paused for scoring does not count)")
-    pause_above_ms: float | None = Field(150.0, gt=0, description="scoring first: the trainer is paused while "
+    pause_above_ms: float | None = Field(250.0, gt=0, description="scoring first: the trainer is paused while "
                                          "micro-batches' oldest lines waited longer than this to be scored (on a "
                                          "small machine a running trainer slows scoring whatever its nice: "
                                          "benchmarks/results/reliability.md); none: never paused")

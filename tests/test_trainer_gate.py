@@ -14,6 +14,7 @@ import pytest
 
 from logstream.adapt.background import PARENT_ENV, RoundRunner, TrainerGate
 from logstream.config import AdaptSettings
+from logstream.service.metrics import TRAINER_PAUSED_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 # a stand-in trainer: it ends after 0.3 s of its own CPU time, so while stopped it cannot end
@@ -67,8 +68,10 @@ def test_the_runner_stops_the_trainer_while_scoring_is_late_and_lets_it_finish_a
         assert code == 0
         return time.monotonic() - started, runner.paused_s, seen
 
+    before = TRAINER_PAUSED_SECONDS._value.get()
     took, paused, seen = asyncio.run(main())
     assert seen == ["T"] * 5
+    assert TRAINER_PAUSED_SECONDS._value.get() - before == pytest.approx(paused)
     assert 0.9 < paused < 3.0  # resumed by the timer, with no batch coming in
     assert took >= paused
 
@@ -91,6 +94,9 @@ time.sleep(60)
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         trainer_pid = int(worker.stdout.readline())
+        deadline = time.monotonic() + 5  # a signal is delivered asynchronously
+        while state(trainer_pid) != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert state(trainer_pid) == "T"
         worker.kill()
         worker.wait()

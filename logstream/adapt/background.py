@@ -96,6 +96,7 @@ class RoundRunner:
         self.trainer: asyncio.subprocess.Process | None = None
         self.paused_since: float | None = None
         self.paused_s = 0.0  # in the running round
+        self._counted_to = 0.0  # paused time is counted up to here
         self._resume_check: asyncio.TimerHandle | None = None
 
     def batch_scored(self, waited_s: float) -> None:
@@ -107,23 +108,30 @@ class RoundRunner:
         wait = self.gate.resume_in()
         if wait > 0 and self.trainer is not None and self.paused_since is None:
             self._signal(signal.SIGSTOP)
-            self.paused_since = time.monotonic()
+            self.paused_since = self._counted_to = time.monotonic()
             TRAINER_PAUSED.set(1)
         elif wait == 0 and self.paused_since is not None:
             self._resume()
-        if self.paused_since is not None and self._resume_check is None:  # batches may stop coming
-            def check() -> None:
-                self._resume_check = None
-                self._apply_gate()
-            self._resume_check = asyncio.get_running_loop().call_later(max(wait, 0.05), check)
+        if self.paused_since is not None:
+            self._count_paused()
+            if self._resume_check is None:  # batches may stop coming: check on a timer too
+                def check() -> None:
+                    self._resume_check = None
+                    self._apply_gate()
+                self._resume_check = asyncio.get_running_loop().call_later(min(max(wait, 0.05), 1.0), check)
+
+    def _count_paused(self) -> None:
+        """Add the time paused since the last count (the counter moves during a long pause too)."""
+        now = time.monotonic()
+        self.paused_s += now - self._counted_to
+        TRAINER_PAUSED_SECONDS.inc(now - self._counted_to)
+        self._counted_to = now
 
     def _resume(self) -> None:
         if self.paused_since is None:
             return
         self._signal(signal.SIGCONT)
-        paused = time.monotonic() - self.paused_since
-        self.paused_s += paused
-        TRAINER_PAUSED_SECONDS.inc(paused)
+        self._count_paused()
         TRAINER_PAUSED.set(0)
         self.paused_since = None
 
@@ -149,8 +157,9 @@ class RoundRunner:
         limit = 60 * self.settings.max_minutes + 300
         ended = asyncio.ensure_future(process.wait())
         while True:
-            paused = self.paused_s + (time.monotonic() - self.paused_since if self.paused_since is not None else 0)
-            left = limit - (time.monotonic() - started - paused)
+            if self.paused_since is not None:
+                self._count_paused()
+            left = limit - (time.monotonic() - started - self.paused_s)
             if left <= 0:
                 ended.cancel()
                 raise asyncio.TimeoutError
@@ -190,8 +199,8 @@ class RoundRunner:
                 raise RuntimeError(f"the fine-tuning process exited with code {code}:\n{tail}")
             version = self.store.add(staged, reason=f"fine-tuned on {', '.join(round_.sources)} "
                                                     f"({round_.lines} lines)")
-            log.info("fine-tuning round for %s: version %s in %.0f s", ", ".join(round_.sources), version,
-                     time.monotonic() - started)
+            log.info("fine-tuning round for %s: version %s in %.0f s (%.0f s of it paused while scoring was late)",
+                     ", ".join(round_.sources), version, time.monotonic() - started, self.paused_s)
             return version
         finally:
             shutil.rmtree(job, ignore_errors=True)
