@@ -255,11 +255,13 @@ class AdaptSettings(Section):
     max_minutes: float = Field(10.0, gt=0, description="a round stops after this many minutes of its own running "
                                "(time paused for scoring does not count)")
     pause_above_ms: float | None = Field(250.0, gt=0, description="scoring first: the trainer is paused while "
-                                         "micro-batches' oldest lines waited longer than this to be scored (on a "
+                                         "micro-batches' oldest lines waited longer than this to be scored, from "
+                                         "their Kafka timestamps (a producer whose clock runs behind, or that "
+                                         "stamps records with the event's own time, makes lines look late) (on a "
                                          "small machine a running trainer slows scoring whatever its nice: "
                                          "benchmarks/results/reliability.md); none: never paused")
     resume_after_s: float = Field(5.0, gt=0, description="a paused trainer goes on once no batch was later than "
-                                  "pause_above_ms for this long")
+                                  "pause_above_ms for this long; a round paused for max_minutes in all is given up")
     check_interval_s: float = Field(5.0, gt=0, description="how often the worker checks for due rounds, finished "
                                     "rounds and rollbacks")
 
@@ -418,7 +420,7 @@ class WorkerSettings(Section):
     batch_size: int = Field(256, ge=1, description="lines per micro-batch")
     batch_within_s: float = Field(0.01, gt=0, description="longest wait to fill a micro-batch (the wait starts "
                                   "again after each batch; with these defaults benchmarks/results/reliability.md "
-                                  "measured p50 ingest-to-score 49 ms at 25 % of rated throughput)")
+                                  "measured p50 ingest-to-score 62 ms at 25 % of rated throughput)")
     fetch_wait_ms: int = Field(20, ge=0, le=30_000, description="longest wait of a consumer fetch for new "
                                "lines (Faust's own driver waits 1.5 s: measured p50 ingest-to-alert 540 ms at 50 "
                                "lines/s, 100 ms with 100)")
@@ -470,7 +472,7 @@ class TailSettings(Section):
 ENV_PREFIX = "LOGSTREAM_"
 # variables of the project that are not settings (the set-up scripts', the evaluation cache, the tests')
 NOT_SETTINGS = frozenset({"LOGSTREAM_CONFIG", "LOGSTREAM_EVAL_CACHE", "LOGSTREAM_EXTRAS", "LOGSTREAM_SKIP_APT",
-                          "LOGSTREAM_SERVICES", "LOGSTREAM_TRAINER_PARENT"})
+                          "LOGSTREAM_SERVICES", "LOGSTREAM_TRAINER_PARENT", "LOGSTREAM_TRAINER_ARMED"})
 
 
 class YamlSource(PydanticBaseSettingsSource):

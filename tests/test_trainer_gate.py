@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from logstream.adapt.background import PARENT_ENV, RoundRunner, TrainerGate
+from logstream.adapt.background import ARMED_ENV, PARENT_ENV, RoundPausedOut, RoundRunner, TrainerGate
 from logstream.config import AdaptSettings
 from logstream.service.metrics import TRAINER_PAUSED_SECONDS
 
@@ -53,11 +53,12 @@ def test_a_gate_without_a_bound_never_pauses():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_the_runner_stops_the_trainer_while_scoring_is_late_and_lets_it_finish_after():
+def test_the_runner_stops_the_trainer_while_scoring_is_late_and_lets_it_finish_after(tmp_path):
     async def main() -> tuple[float, float, list[str]]:
         runner = RoundRunner(AdaptSettings(pause_above_ms=100, resume_after_s=1.0), store=None)
         process = await asyncio.create_subprocess_exec(sys.executable, "-c", BURN, start_new_session=True)
-        runner.trainer = process
+        runner.trainer, runner._armed = process, tmp_path / "armed"
+        runner._armed.touch()  # as die_with_worker does
         started = time.monotonic()
         runner.batch_scored(0.5)  # a batch whose oldest line waited 500 ms
         seen = []
@@ -76,16 +77,58 @@ def test_the_runner_stops_the_trainer_while_scoring_is_late_and_lets_it_finish_a
     assert took >= paused
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_trainer_not_yet_armed_to_die_with_its_worker_is_not_paused(tmp_path):
+    async def main() -> list[str]:
+        runner = RoundRunner(AdaptSettings(pause_above_ms=100, resume_after_s=1.0), store=None)
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(30)",
+                                                       start_new_session=True)
+        runner.trainer, runner._armed = process, tmp_path / "armed"  # never made
+        try:
+            runner.batch_scored(0.5)
+            await asyncio.sleep(0.3)
+            return [state(process.pid), str(runner.paused_since)]
+        finally:
+            process.kill()
+            await process.wait()
+
+    seen, paused_since = asyncio.run(main())
+    assert seen in ("R", "S") and paused_since == "None"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_round_paused_past_its_time_is_given_up(tmp_path):
+    async def main() -> BaseException | None:
+        runner = RoundRunner(AdaptSettings(pause_above_ms=100, resume_after_s=60, max_minutes=0.01), store=None)
+        process = await asyncio.create_subprocess_exec(sys.executable, "-c", BURN, start_new_session=True)
+        runner.trainer, runner._armed = process, tmp_path / "armed"
+        runner._armed.touch()
+        runner.batch_scored(0.5)  # late, and no quiet spell for a minute
+        try:
+            await asyncio.wait_for(runner._wait(process, time.monotonic()), timeout=30)
+        except RoundPausedOut as exc:
+            return exc
+        finally:
+            process.kill()
+            await process.wait()
+        return None
+
+    error = asyncio.run(main())
+    assert isinstance(error, RoundPausedOut) and "no spare capacity" in str(error)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
-def test_a_paused_trainer_dies_with_its_worker():
+def test_a_paused_trainer_dies_with_its_worker(tmp_path):
     """The worker is SIGKILLed while its trainer is stopped: the kernel kills the trainer too."""
     worker_code = f"""
 import os, signal, subprocess, sys, time
-env = {{**os.environ, {PARENT_ENV!r}: str(os.getpid())}}
+armed = {str(tmp_path / "armed")!r}
+env = {{**os.environ, {PARENT_ENV!r}: str(os.getpid()), {ARMED_ENV!r}: armed}}
 trainer = subprocess.Popen([sys.executable, "-c",
     "from logstream.adapt.background import die_with_worker; die_with_worker(); import time; time.sleep(60)"],
     env=env, start_new_session=True)
-time.sleep(1.5)  # it has made its request
+while not os.path.exists(armed):  # as the worker does, pause it only once it has made its request
+    time.sleep(0.01)
 os.killpg(trainer.pid, signal.SIGSTOP)
 print(trainer.pid, flush=True)
 time.sleep(60)

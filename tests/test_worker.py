@@ -352,6 +352,7 @@ def test_metrics_endpoint_reports_scoring(alert_on_everything):
     assert values["logstream_entries_scored_total"] >= 1
     assert values["logstream_tokens_scored_total"] > values["logstream_entries_scored_total"]
     assert values["logstream_scoring_latency_seconds_count"] >= 1
+    assert values["logstream_publish_wait_seconds_count"] >= 1  # what waiting for Kafka's acks costs a batch
     assert values["logstream_cache_slots"] >= 1 and values["logstream_cache_streams"] >= 1
     assert "logstream_consumer_lag_messages" in values
     # the alerts topic is a sink like the others: its alerts are counted (with labels, by regex)

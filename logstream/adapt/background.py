@@ -49,6 +49,7 @@ def lower_session_priority(pid: int, nice: int) -> None:
 
 
 PARENT_ENV = "LOGSTREAM_TRAINER_PARENT"  # the worker's pid, for die_with_worker
+ARMED_ENV = "LOGSTREAM_TRAINER_ARMED"  # a file die_with_worker makes once the kernel will kill the trainer
 
 
 def die_with_worker() -> None:
@@ -60,9 +61,16 @@ def die_with_worker() -> None:
     import ctypes
 
     pr_set_pdeathsig = 1
-    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL) != 0:
+        return  # not armed: the worker never pauses this trainer
     if os.getppid() != int(parent):  # the worker died before the request was made
         raise SystemExit("the worker that started this round is gone")
+    if os.environ.get(ARMED_ENV):
+        Path(os.environ[ARMED_ENV]).touch()  # the worker may pause it from now on
+
+
+class RoundPausedOut(RuntimeError):
+    """Scoring was late for so long that the round's trainer stayed paused past its time."""
 
 
 class TrainerGate:
@@ -98,6 +106,7 @@ class RoundRunner:
         self.paused_s = 0.0  # in the running round
         self._counted_to = 0.0  # paused time is counted up to here
         self._resume_check: asyncio.TimerHandle | None = None
+        self._armed: Path | None = None  # exists once the trainer dies with the worker: only then is it paused
 
     def batch_scored(self, waited_s: float) -> None:
         """Called for every scored batch: pause the trainer when scoring fell behind."""
@@ -106,7 +115,8 @@ class RoundRunner:
 
     def _apply_gate(self) -> None:
         wait = self.gate.resume_in()
-        if wait > 0 and self.trainer is not None and self.paused_since is None:
+        if wait > 0 and self.trainer is not None and self.paused_since is None and self._armed is not None \
+                and self._armed.exists():
             self._signal(signal.SIGSTOP)
             self.paused_since = self._counted_to = time.monotonic()
             TRAINER_PAUSED.set(1)
@@ -136,6 +146,8 @@ class RoundRunner:
         self.paused_since = None
 
     def _signal(self, signum: int) -> None:
+        if self.trainer is None or self.trainer.returncode is not None:  # reaped: its pid may be another's
+            return
         try:
             os.killpg(self.trainer.pid, signum)  # its session's group: the trainer and anything it starts
         except (ProcessLookupError, PermissionError):  # it has just ended
@@ -151,21 +163,30 @@ class RoundRunner:
         return self.running
 
     async def _wait(self, process: asyncio.subprocess.Process, started: float) -> int:
-        """The trainer's exit code; a trainer still running ``max_minutes`` + 5 of its own minutes
-        (time paused for scoring does not count) is taken for hung."""
+        """The trainer's exit code. Its own limit is ``max_minutes`` of its CPU time; here a trainer
+        that ran 3 x ``max_minutes`` + 5 minutes of wall time (time paused for scoring left out: a
+        nice'd trainer may get a third of a core) is taken for hung, and one paused for
+        ``max_minutes`` in all is given up (``RoundPausedOut``): scoring had no spare capacity."""
         self._apply_gate()  # scoring may be behind already
-        limit = 60 * self.settings.max_minutes + 300
+        limit, pause_limit = 3 * 60 * self.settings.max_minutes + 300, 60 * self.settings.max_minutes
         ended = asyncio.ensure_future(process.wait())
-        while True:
-            if self.paused_since is not None:
-                self._count_paused()
-            left = limit - (time.monotonic() - started - self.paused_s)
-            if left <= 0:
-                ended.cancel()
-                raise asyncio.TimeoutError
-            done, _ = await asyncio.wait({ended}, timeout=left)
-            if done:
-                return ended.result()
+        try:
+            while True:
+                if self.paused_since is not None:
+                    self._count_paused()
+                if self.paused_s > pause_limit:
+                    raise RoundPausedOut(
+                        f"the trainer was paused {self.paused_s / 60:.0f} min while scoring was late (lines waited "
+                        f"over adapt.pause_above_ms): this worker has no spare capacity to fine-tune; give it more "
+                        "cores or partitions to another worker, or raise adapt.pause_above_ms")
+                left = limit - (time.monotonic() - started - self.paused_s)
+                if left <= 0:
+                    raise asyncio.TimeoutError
+                done, _ = await asyncio.wait({ended}, timeout=min(left, 1.0))
+                if done:
+                    return ended.result()
+        finally:
+            ended.cancel()  # a no-op once it is done
 
     async def _run(self, round_: Round, base: Path) -> str:
         job = self.store.root / "jobs" / time.strftime("%Y%m%dT%H%M%S")
@@ -181,13 +202,14 @@ class RoundRunner:
             started = time.monotonic()
             with (job / "trainer.log").open("wb") as out:
                 process = await asyncio.create_subprocess_exec(*command, stdout=out, stderr=asyncio.subprocess.STDOUT,
-                                                               env={**env, PARENT_ENV: str(os.getpid())},
+                                                               env={**env, PARENT_ENV: str(os.getpid()),
+                                                                    ARMED_ENV: str(job / "armed")},
                                                                start_new_session=True)
                 lower_session_priority(process.pid, self.settings.nice)
-                self.trainer, self.paused_s = process, 0.0
+                self.trainer, self.paused_s, self._armed = process, 0.0, job / "armed"
                 try:
                     code = await self._wait(process, started)
-                except (asyncio.TimeoutError, asyncio.CancelledError):
+                except (asyncio.TimeoutError, asyncio.CancelledError, RoundPausedOut):
                     process.kill()
                     await process.wait()
                     raise
