@@ -498,8 +498,9 @@ class YamlSource(PydanticBaseSettingsSource):
 
 
 class Settings(BaseSettings):
+    # "none" in the environment is what null is in YAML (adapt.pause_above_ms, metrics.port, ...)
     model_config = SettingsConfigDict(env_prefix="LOGSTREAM_", env_nested_delimiter="__", extra="forbid",
-                                      hide_input_in_errors=True)
+                                      hide_input_in_errors=True, env_parse_none_str="none")
 
     model: ModelSettings = ModelSettings()
     cache: CacheSettings = CacheSettings()

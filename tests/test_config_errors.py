@@ -42,6 +42,18 @@ def test_a_config_file_that_is_not_yaml_says_where(tmp_path):
         Settings.load(bad)
 
 
+def test_none_in_the_environment_turns_an_optional_setting_off(monkeypatch):
+    monkeypatch.setenv("LOGSTREAM_ADAPT__PAUSE_ABOVE_MS", "none")
+    monkeypatch.setenv("LOGSTREAM_METRICS__PORT", "none")
+    settings = Settings()
+    assert settings.adapt.pause_above_ms is None and settings.metrics.port is None
+    monkeypatch.setenv("LOGSTREAM_ADAPT__PAUSE_ABOVE_MS", "100")
+    assert Settings().adapt.pause_above_ms == 100.0
+    monkeypatch.setenv("LOGSTREAM_WORKER__BATCH_SIZE", "none")  # not optional: refused, not silently default
+    with pytest.raises(ValueError, match="batch_size"):
+        Settings()
+
+
 def test_a_misspelled_section_in_the_environment_is_named(monkeypatch):
     monkeypatch.setenv("LOGSTREAM_KAFKAA__PARTITIONS", "3")
     with pytest.raises(ValueError, match="unknown setting LOGSTREAM_KAFKAA__PARTITIONS.*kafka"):
