@@ -259,7 +259,7 @@ class AdaptSettings(Section):
                                          "their Kafka timestamps (a producer whose clock runs behind, or that "
                                          "stamps records with the event's own time, makes lines look late) (on a "
                                          "small machine a running trainer slows scoring whatever its nice: "
-                                         "benchmarks/results/reliability.md); none: never paused")
+                                         "benchmarks/results/trainer_gate_ab.md); none: never paused")
     resume_after_s: float = Field(5.0, gt=0, description="a paused trainer goes on once no batch was later than "
                                   "pause_above_ms for this long; a round paused for max_minutes in all is given up")
     check_interval_s: float = Field(5.0, gt=0, description="how often the worker checks for due rounds, finished "

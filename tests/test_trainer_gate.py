@@ -79,7 +79,7 @@ def test_the_runner_stops_the_trainer_while_scoring_is_late_and_lets_it_finish_a
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_trainer_not_yet_armed_to_die_with_its_worker_is_not_paused(tmp_path):
-    async def main() -> list[str]:
+    async def main() -> tuple[str, bool]:
         runner = RoundRunner(AdaptSettings(pause_above_ms=100, resume_after_s=1.0), store=None)
         process = await asyncio.create_subprocess_exec(sys.executable, "-c", "import time; time.sleep(30)",
                                                        start_new_session=True)
@@ -87,13 +87,13 @@ def test_a_trainer_not_yet_armed_to_die_with_its_worker_is_not_paused(tmp_path):
         try:
             runner.batch_scored(0.5)
             await asyncio.sleep(0.3)
-            return [state(process.pid), str(runner.paused_since)]
+            return state(process.pid), runner.paused
         finally:
             process.kill()
             await process.wait()
 
-    seen, paused_since = asyncio.run(main())
-    assert seen in ("R", "S") and paused_since == "None"
+    seen, paused = asyncio.run(main())
+    assert seen in ("R", "S") and paused is False
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

@@ -74,10 +74,10 @@ class RoundPausedOut(RuntimeError):
 
 
 class TrainerGate:
-    """Scoring first. On a small machine a running trainer slows scoring whatever its nice (the
-    cores' shared caches and memory bandwidth; measured in benchmarks/results/reliability.md), so it
-    is paused while micro-batches' oldest lines wait longer than ``pause_above_s`` to be scored, and
-    goes on once none did for ``resume_after_s``."""
+    """Scoring first. On a small machine a running trainer slows scoring whatever its nice (through
+    what the cores share, we take it; benchmarks/results/trainer_gate_ab.md), so it is paused while
+    micro-batches' oldest lines wait longer than ``pause_above_s`` to be scored, and goes on once
+    none did for ``resume_after_s``."""
 
     def __init__(self, pause_above_s: float | None, resume_after_s: float, clock=time.monotonic):
         self.pause_above_s, self.resume_after_s, self.clock = pause_above_s, resume_after_s, clock
@@ -102,9 +102,9 @@ class RoundRunner:
         pause_above = settings.pause_above_ms / 1000 if settings.pause_above_ms is not None else None
         self.gate = TrainerGate(pause_above, settings.resume_after_s)
         self.trainer: asyncio.subprocess.Process | None = None
-        self.paused_since: float | None = None
+        self.paused = False
         self.paused_s = 0.0  # in the running round
-        self._counted_to = 0.0  # paused time is counted up to here
+        self._counted_to = 0.0  # while paused: its time is counted up to here
         self._resume_check: asyncio.TimerHandle | None = None
         self._armed: Path | None = None  # exists once the trainer dies with the worker: only then is it paused
 
@@ -115,14 +115,14 @@ class RoundRunner:
 
     def _apply_gate(self) -> None:
         wait = self.gate.resume_in()
-        if wait > 0 and self.trainer is not None and self.paused_since is None and self._armed is not None \
+        if wait > 0 and self.trainer is not None and not self.paused and self._armed is not None \
                 and self._armed.exists():
             self._signal(signal.SIGSTOP)
-            self.paused_since = self._counted_to = time.monotonic()
+            self.paused, self._counted_to = True, time.monotonic()
             TRAINER_PAUSED.set(1)
-        elif wait == 0 and self.paused_since is not None:
+        elif wait == 0 and self.paused:
             self._resume()
-        if self.paused_since is not None:
+        if self.paused:
             self._count_paused()
             if self._resume_check is None:  # batches may stop coming: check on a timer too
                 def check() -> None:
@@ -138,12 +138,12 @@ class RoundRunner:
         self._counted_to = now
 
     def _resume(self) -> None:
-        if self.paused_since is None:
+        if not self.paused:
             return
         self._signal(signal.SIGCONT)
         self._count_paused()
         TRAINER_PAUSED.set(0)
-        self.paused_since = None
+        self.paused = False
 
     def _signal(self, signum: int) -> None:
         if self.trainer is None or self.trainer.returncode is not None:  # reaped: its pid may be another's
@@ -172,7 +172,7 @@ class RoundRunner:
         ended = asyncio.ensure_future(process.wait())
         try:
             while True:
-                if self.paused_since is not None:
+                if self.paused:
                     self._count_paused()
                 if self.paused_s > pause_limit:
                     raise RoundPausedOut(
@@ -181,7 +181,7 @@ class RoundRunner:
                         "cores or partitions to another worker, or raise adapt.pause_above_ms")
                 left = limit - (time.monotonic() - started - self.paused_s)
                 if left <= 0:
-                    raise asyncio.TimeoutError
+                    raise TimeoutError
                 done, _ = await asyncio.wait({ended}, timeout=min(left, 1.0))
                 if done:
                     return ended.result()
@@ -209,7 +209,7 @@ class RoundRunner:
                 self.trainer, self.paused_s, self._armed = process, 0.0, job / "armed"
                 try:
                     code = await self._wait(process, started)
-                except (asyncio.TimeoutError, asyncio.CancelledError, RoundPausedOut):
+                except (TimeoutError, asyncio.CancelledError, RoundPausedOut):
                     process.kill()
                     await process.wait()
                     raise
