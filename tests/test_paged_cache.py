@@ -69,6 +69,27 @@ def test_fused_cpu_attention_equals_the_matmul_path(name, monkeypatch):
         assert (x.logprobs - y.logprobs).abs().max() < 1e-5 and (x.entropy - y.entropy).abs().max() < 1e-5
 
 
+def test_a_bfloat16_model_scores_through_both_cpu_attention_paths(monkeypatch):
+    """model.dtype: bfloat16 on a CPU: the fused kernel's log-sum-exps are float32, and its output goes
+    back to the model's dtype (it once reached o_proj as float32 and the pass failed); both paths agree
+    with each other and stay near the float32 model."""
+    import copy
+
+    from logstream.cache import paged_attention
+
+    _, ours = tiny_pair("llama-gqa", layers=2)
+    half = copy.deepcopy(ours).to(torch.bfloat16)
+    schedule = mixed_schedule(seed=5, window=16)
+    config = EngineConfig(window=16, slots=8, page_tokens=4)
+    full = feed(StreamingEngine(ours, SINK, config), schedule, batch=3)
+    fused = feed(StreamingEngine(half, SINK, config), schedule, batch=3)
+    monkeypatch.setattr(paged_attention, "FLASH_CPU", None)
+    matmul = feed(StreamingEngine(half, SINK, config), schedule, batch=3)
+    for x, y, z in zip(full, fused, matmul):
+        assert y.logprobs.dtype == torch.float32 and y.logprobs.shape == x.logprobs.shape
+        assert (y.logprobs - z.logprobs).abs().max() < 0.05
+        assert (x.logprobs - y.logprobs).abs().max() < 0.2  # bfloat16 weights: a small, real difference
+
 def test_paged_windows_equal_the_dense_oracle_across_page_boundaries():
     hf, ours = tiny_pair("llama-gqa", layers=1)
     L = 10

@@ -146,4 +146,5 @@ class PagedAttention:
         top = torch.maximum(lse_win, lse_sink)
         w_win, w_sink = (lse_win - top).exp_(), (lse_sink - top).exp_()
         total = w_win + w_sink
-        return out_win * (w_win / total)[..., None] + out_sink * (w_sink / total)[..., None]
+        out = out_win * (w_win / total)[..., None] + out_sink * (w_sink / total)[..., None]
+        return out.to(rotated.dtype)  # the log-sum-exps are float32 whatever the model's dtype
