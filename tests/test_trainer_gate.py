@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from logstream.adapt.background import ARMED_ENV, PARENT_ENV, RoundPausedOut, RoundRunner, TrainerGate
-from logstream.config import AdaptSettings
+from logstream.adapt.store import ModelStore
+from logstream.config import DEFAULT_MODEL_DIR, AdaptSettings
 from logstream.service.metrics import TRAINER_PAUSED_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -160,3 +161,24 @@ def test_a_trainer_whose_worker_is_already_gone_exits():
     done = subprocess.run([sys.executable, "-c", "from logstream.adapt.background import die_with_worker; "
                            "die_with_worker()"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "is gone" in done.stderr
+
+
+def test_job_folders_of_rounds_whose_worker_died_are_removed_when_a_runner_starts(tmp_path):
+    """A SIGKILLed worker skips its round's clean-up; the next worker on the store removes what it left,
+    and leaves a live worker's round (and its own) alone."""
+    jobs = tmp_path / "store" / "jobs"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        folders = {name: jobs / name for name in (f"20261203T000000-{gone.stdout.strip()}", "20261203T000001",
+                                                  f"20261203T000002-{live.pid}", f"20261203T000003-{os.getpid()}")}
+        for folder in folders.values():
+            (folder / "model").mkdir(parents=True)
+            (folder / "recent.jsonl").write_text('{"stream": "s", "line": "x"}\n')
+        RoundRunner(AdaptSettings(), ModelStore(tmp_path / "store", DEFAULT_MODEL_DIR))
+        assert sorted(p.name for p in jobs.iterdir()) == [f"20261203T000002-{live.pid}",
+                                                          f"20261203T000003-{os.getpid()}"]
+    finally:
+        live.kill()
+        live.wait()

@@ -69,6 +69,34 @@ def die_with_worker() -> None:
         Path(os.environ[ARMED_ENV]).touch()  # the worker may pause it from now on
 
 
+def clear_abandoned_jobs(jobs: Path) -> list[Path]:
+    """Remove the job folders of rounds whose worker is gone (a SIGKILL skips a round's clean-up, and
+    its lines and staged model would stay on disk for good). A folder is named after its round's start
+    and its worker's pid; one whose pid runs no process, or that has no pid (made before names had
+    one), is abandoned. Another worker's running round, sharing the store, is left alone."""
+    removed = []
+    for job in sorted(jobs.iterdir()) if jobs.is_dir() else []:
+        pid = job.name.rpartition("-")[2]
+        if pid.isdigit() and (int(pid) == os.getpid() or _running(int(pid))):
+            continue
+        shutil.rmtree(job, ignore_errors=True)
+        removed.append(job)
+    if removed:
+        log.info("removed %d fine-tuning job folder(s) left by a worker that did not end cleanly under %s",
+                 len(removed), jobs)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
 class RoundPausedOut(RuntimeError):
     """Scoring was late for so long that the round's trainer stayed paused past its time."""
 
@@ -107,6 +135,8 @@ class RoundRunner:
         self._counted_to = 0.0  # while paused: its time is counted up to here
         self._resume_check: asyncio.TimerHandle | None = None
         self._armed: Path | None = None  # exists once the trainer dies with the worker: only then is it paused
+        if store is not None:
+            clear_abandoned_jobs(store.root / "jobs")
 
     def batch_scored(self, waited_s: float) -> None:
         """Called for every scored batch: pause the trainer when scoring fell behind."""
@@ -189,7 +219,7 @@ class RoundRunner:
             ended.cancel()  # a no-op once it is done
 
     async def _run(self, round_: Round, base: Path) -> str:
-        job = self.store.root / "jobs" / time.strftime("%Y%m%dT%H%M%S")
+        job = self.store.root / "jobs" / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"  # see clear_abandoned_jobs
         job.mkdir(parents=True, exist_ok=True)
         try:
             recent = job / "recent.jsonl"
