@@ -73,3 +73,47 @@ def test_a_round_is_swapped_in_without_losing_a_line_and_rollback_is_followed(tm
         finally:
             worker.stop()
             reader.close()
+
+
+def test_the_adapt_check_starts_a_swap_and_returns_while_it_is_made_ready(tmp_path):
+    """The fine-tuning timer does not wait for a new version to be made ready (that outlasts its
+    interval: Faust logged the timer as overlapping); later checks see the swap through, once."""
+    import asyncio
+    import json
+    import shutil
+
+    from logstream.config import Settings
+    from logstream.service.model_worker import ModelWorker
+    from logstream.service.worker import Adaptation
+
+    model_dir = model_dir_or_skip()
+    settings = Settings(model={"path": model_dir, "threads": 1},
+                        adapt={"enabled": False, "store_dir": str(tmp_path / "models")},
+                        worker={"data_dir": str(tmp_path / "data")})
+    model = ModelWorker(settings)
+    try:
+        staged = tmp_path / "staged"
+        shutil.copytree(model_dir, staged)
+        card = json.loads((staged / "logstream.json").read_text())
+        card["model_version"] = "copy-for-the-swap-test"
+        (staged / "logstream.json").write_text(json.dumps(card))
+        assert model.store.add(staged, reason="test") == "copy-for-the-swap-test"
+
+        async def checks() -> int:
+            adaptation = Adaptation(settings, model)
+            await adaptation.tick()
+            assert adaptation.swapping is not None and not adaptation.swapping.done()
+            assert model.served != "copy-for-the-swap-test"  # still the old one: scoring goes on with it
+            ticks = 1
+            while model.served != "copy-for-the-swap-test" or adaptation.swapping is not None:
+                await asyncio.sleep(0.05)
+                await adaptation.tick()
+                ticks += 1
+                assert ticks < 4000, "the swap was never seen through"
+            await adaptation.tick()
+            assert adaptation.swapping is None  # nothing more to swap
+            return ticks
+
+        assert asyncio.run(checks()) > 1
+    finally:
+        model.close()

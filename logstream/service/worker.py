@@ -415,8 +415,11 @@ class Adaptation:
 
         self.model = model
         self.runner = RoundRunner(settings.adapt, model.store) if settings.adapt.enabled else None
+        self.swapping: asyncio.Task | None = None  # a new version being made ready beside scoring
 
     async def tick(self) -> None:
+        """One look, quickly: a swap is started here and made ready in the background (it takes longer
+        than the timer's interval, which Faust reports as an overlapping timer when awaited)."""
         running = self.runner.running if self.runner is not None else None
         if running is not None and running.done():
             self.runner.running = None
@@ -425,19 +428,30 @@ class Adaptation:
                 log.error("a fine-tuning round failed; the current model stays: %s", running.exception())
             else:
                 ADAPT_ROUNDS.labels(result="ok").inc()
+        if self.swapping is not None:
+            if not self.swapping.done():
+                return
+            swap, self.swapping = self.swapping, None
+            if swap.exception() is not None:
+                MODEL_SWAP_FAILURES.inc()
+                log.error("could not swap in model version %s; the current one stays (tried again at the next "
+                          "check): %s", self.model.store.current_version(), swap.exception())
         wanted = self.model.store.current_version()
         if wanted != self.model.served:  # a new round finished, or an operator rolled back
-            try:
-                await self.model.swap(wanted)
-            except Exception:
-                MODEL_SWAP_FAILURES.inc()
-                raise
+            self.swapping = asyncio.get_running_loop().create_task(self.model.swap(wanted))
+            return
         if self.runner is not None and not self.runner.busy:
             round_ = await self.model.due_round()
             if round_ is not None:
                 log.info("fine-tuning round for %s on %d recent lines, in the background", ", ".join(round_.sources),
                          round_.lines)
                 self.runner.start(round_, self.model.store.current())
+
+    async def close(self) -> None:
+        """At shutdown: a swap being made ready is dropped (the next start serves the store's current version)."""
+        if self.swapping is not None and not self.swapping.done():
+            self.swapping.cancel()
+            await asyncio.gather(self.swapping, return_exceptions=True)
 
 
 async def update_consumer_lag(app: faust.App, input_topic: str) -> int | None:
@@ -631,6 +645,7 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
 
     @app.on_before_shutdown.connect
     async def on_shutdown(app, **kwargs):
+        await adaptation.close()
         await processor.close()
         await watch.close()
 
