@@ -83,6 +83,8 @@ class ModelWorker:
         self.store = settings.model_store()  # adapted versions; the one served survives restarts
         self.served = None  # the store version being served ("base": model.path)
         self._pool_counts: tuple[int, int, int] | None = None  # the pool's counts at the last gauge update
+        self._forgotten_unlogged = 0  # windows forgotten since the last warning (one a minute at most)
+        self._forgotten_logged_at: float | None = None
         self.adapter = None  # OnlineAdapter: continual fine-tuning
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="logstream-model")
         # new model versions are made ready here, beside scoring, at the trainer's lower priority
@@ -313,6 +315,19 @@ class ModelWorker:
         self._update_cache_gauges()
         return dropped
 
+    def _warn_forgotten(self, pages: int, every_s: float = 60.0) -> None:
+        """A warning when windows are forgotten, at most one a minute: under a flood of new keys it
+        would come with every batch (the counter, logstream_cache_forgotten_total, has them all)."""
+        now = time.monotonic()
+        if not self._forgotten_unlogged or (self._forgotten_logged_at is not None
+                                            and now - self._forgotten_logged_at < every_s):
+            return
+        since = f" in the last {now - self._forgotten_logged_at:.0f} s" if self._forgotten_logged_at is not None else ""
+        log.warning("%d stream windows forgotten%s: every memory tier was full (a pool of %d pages; cache.pool_bytes, "
+                    "cache.host_bytes, cache.disk_bytes size the tiers): their next lines are scored cold "
+                    "(warm=false); at most one such warning a minute", self._forgotten_unlogged, since, pages)
+        self._forgotten_unlogged, self._forgotten_logged_at = 0, now
+
     def _update_cache_gauges(self) -> None:
         stats = self.scorer.engine.stats()
         # the pool counts since it was made (a swap makes a new one): the counters grow by the difference
@@ -321,10 +336,8 @@ class ModelWorker:
         if all(now >= before for now, before in zip(counts, last)):
             for counter, now, before in zip((CACHE_OFFLOADS, CACHE_RESTORES, CACHE_FORGOTTEN, CACHE_SHRUNK), counts, last):
                 counter.inc(now - before)
-            if stats.forgotten > last[2]:
-                log.warning("%d stream windows forgotten: every memory tier was full (a pool of %d pages; "
-                            "cache.pool_bytes, cache.host_bytes, cache.disk_bytes size the tiers): their next lines "
-                            "are scored cold (warm=false)", stats.forgotten - last[2], stats.slots)
+            self._forgotten_unlogged += stats.forgotten - last[2]
+            self._warn_forgotten(stats.slots)
         self._pool_counts = counts
         MODEL_INFO.clear()
         MODEL_INFO.labels(version=self.scorer.model_version).set(1)

@@ -8,17 +8,23 @@ dropped from the engine; when partitions arrive, their streams start fresh (warm
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import OrderedDict
 
 from ..keys import key_of
 
 
 class StreamRouter:
-    def __init__(self, stream_key: str | None = None):
+    def __init__(self, stream_key: str | None = None, max_streams: int = 1_000_000):
         # a regex whose first match in the line (group 1 if it has one) names the stream, e.g. an
         # HDFS block id; lines it does not match keep the message's stream (key, envelope)
         self.pattern = re.compile(stream_key) if stream_key else None
-        self._partitions: dict[str, set[tuple[str, int]]] = defaultdict(set)
+        # least recently seen first. Bounded: keys may be request ids that never end (no session
+        # pattern), and an entry per key ever seen would grow without end (measured: the engine's own
+        # memory stays bounded with 80,000 new keys). A stream pushed out is returned by
+        # take_pushed_out, to be dropped from the engine too: its partitions are no longer known.
+        self._partitions: OrderedDict[str, set[tuple[str, int]]] = OrderedDict()
+        self.max_streams = max_streams
+        self._pushed_out: list[str] = []
 
     def stream_for(self, line: str, default: str) -> str:
         if self.pattern is None:
@@ -26,7 +32,19 @@ class StreamRouter:
         return key_of(self.pattern, line) or default
 
     def seen(self, stream: str, topic: str, partition: int) -> None:
-        self._partitions[stream].add((topic, partition))
+        seen = self._partitions.get(stream)
+        if seen is None:
+            seen = self._partitions[stream] = set()
+            if len(self._partitions) > self.max_streams:
+                self._pushed_out.append(self._partitions.popitem(last=False)[0])
+        else:
+            self._partitions.move_to_end(stream)
+        seen.add((topic, partition))
+
+    def take_pushed_out(self) -> list[str]:
+        """The streams pushed out (least recently seen) since the last call."""
+        out, self._pushed_out = self._pushed_out, []
+        return out
 
     def revoke(self, partitions: set[tuple[str, int]]) -> list[str]:
         """Forget the streams that had lines on any of ``partitions``; returns them (to drop)."""

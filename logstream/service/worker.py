@@ -232,6 +232,9 @@ class BatchProcessor:
             for message in dict.fromkeys(sources):  # an OTLP message's entries are dead-lettered as one
                 pending.append(await self._dead_letter(reason, "scoring", message))
             scored = []
+        pushed_out = self.router.take_pushed_out()
+        if pushed_out:  # seen least recently of more streams than the router keeps: their windows go too
+            await self.model.drop_streams(pushed_out)
         self._report_wait(scored)
         pending += await self._publish_scores(scored)
         alerts = [alert for s in scored if s.alert is not None for alert in self.grouper.add(s.alert)]
