@@ -1,7 +1,9 @@
 """The fixed cost of a pass: CPU-ms of one call that scores one token, or one 17-token line, of one
-stream whose window is full, for this tree and for an earlier revision, measured side by side.
+stream whose window is full, and one line of each of 9 such streams (the service's micro-batch at half
+load), for this tree and for earlier revisions, measured side by side.
 
     python benchmarks/per_call.py --against d8b24ca^     # the engine when issue 12 was filed
+    python benchmarks/per_call.py --also HEAD            # and the last commit, beside this working tree
 
 Each tree is measured in its own process (``PYTHONPATH`` pointing at a ``git worktree`` of the
 revision), in alternating rounds, and each figure is the best round: on a shared machine the
@@ -23,6 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 LINE = list(range(5, 22))  # 17 token ids the shipped model knows
+ROWS = 9  # streams in the micro-batch case: the service's mean batch at half load (reliability.md)
+BATCH = f"{ROWS}x{len(LINE)}"
 
 MEASURE = r"""
 import json, sys, time, torch
@@ -30,6 +34,7 @@ torch.set_num_threads(1)
 from logstream.cache.engine import StreamingEngine, Chunk, EngineConfig
 from logstream.scoring.scorer import load_scorer
 model_dir, layout, calls, line = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
+ROWS = int(sys.argv[5])
 scorer = load_scorer(model_dir, device="cpu", dtype="float32")
 try:
     from logstream.config import Settings
@@ -50,34 +55,51 @@ for tokens in (1, len(line)):
     for _ in range(calls):
         engine.score([Chunk("s", line[:tokens])])
     out[tokens] = 1000 * (time.process_time() - started) / calls
+# the service at half load: a micro-batch of one line from each of 9 streams whose windows are full
+engine = StreamingEngine(scorer.loaded.model, scorer.sink_tokens, conf)
+streams = [f"s{i}" for i in range(ROWS)]
+for sid in streams:
+    while engine.stream_length(sid) < conf.window + 64:
+        engine.score([Chunk(sid, line * 8)])
+batch = [Chunk(sid, line) for sid in streams]
+for _ in range(3):
+    engine.score(batch)
+started = time.process_time()
+for _ in range(max(1, calls // 4)):
+    engine.score(batch)
+out[f"{ROWS}x{len(line)}"] = 1000 * (time.process_time() - started) / max(1, calls // 4)
 print(json.dumps(out))
 """
 
 
 def measure(tree: Path, layout: str, model: Path, calls: int) -> dict[int, float]:
     env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run([sys.executable, "-c", MEASURE, str(model), layout, str(calls), json.dumps(LINE)],
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(model), layout, str(calls), json.dumps(LINE), str(ROWS)],
                           cwd=tree, env=env, capture_output=True, text=True, check=True)
-    return {int(k): v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+    return {int(k) if k.isdigit() else k: v for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--against", default="d8b24ca^", help="the earlier revision (default: the engine when "
                         "issue 12 was filed)")
+    parser.add_argument("--also", action="append", default=[], metavar="REV",
+                        help="another revision to measure beside them (its own defaults), e.g. the last commit")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument("--out", type=Path, default=None, help="write a markdown table here")
     args = parser.parse_args(argv)
     model = ROOT / "logstream" / "assets" / "default-model"
     with tempfile.TemporaryDirectory(prefix="logstream-per-call-") as scratch:
-        old = Path(scratch) / "old"
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old), args.against],
-                       check=True, capture_output=True)
+        revisions = {f"{rev} (default layout)": (Path(scratch) / f"rev{i}", rev)
+                     for i, rev in enumerate([args.against] + args.also)}
+        for path, rev in revisions.values():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), rev],
+                           check=True, capture_output=True)
         try:
-            trees = {f"{args.against} (default layout)": (old, "default"),
-                     "this tree, slots layout": (ROOT, "slots"),
-                     "this tree, paged (service default)": (ROOT, "default")}
+            trees = {name: (path, "default") for name, (path, _) in revisions.items()}
+            trees.update({"this tree, slots layout": (ROOT, "slots"),
+                          "this tree, paged (service default)": (ROOT, "default")})
             best: dict[str, dict[int, float]] = {}
             started = time.time()
             for round_ in range(args.rounds):
@@ -85,15 +107,18 @@ def main(argv=None) -> int:
                     got = measure(tree, layout, model, args.calls)
                     best[name] = {k: min(v, best.get(name, {}).get(k, float("inf"))) for k, v in got.items()}
                 print(f"[{time.time() - started:5.0f}s] round {round_ + 1}: "
-                      + "; ".join(f"{n}: {b[1]:.2f} / {b[len(LINE)]:.2f} ms" for n, b in best.items()), flush=True)
+                      + "; ".join(f"{n}: {b[1]:.2f} / {b[len(LINE)]:.2f} / {b[BATCH]:.2f} ms" for n, b in best.items()),
+                      flush=True)
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], capture_output=True)
+            for path, _ in revisions.values():
+                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], capture_output=True)
     reference = best[next(iter(trees))]
-    rows = ["| engine | 1 token: CPU-ms | cheaper than the reference | 17 tokens: CPU-ms | cheaper than the reference |",
-            "|---|---|---|---|---|"]
+    rows = ["| engine | 1 token: CPU-ms | cheaper than the reference | 17 tokens: CPU-ms | cheaper than the reference "
+            f"| {ROWS} streams x 17 tokens: CPU-ms | cheaper than the reference |",
+            "|---|---|---|---|---|---|---|"]
     for name, b in best.items():
         rows.append(f"| {name} | {b[1]:.2f} | {reference[1] / b[1]:.2f}x | {b[len(LINE)]:.2f} "
-                    f"| {reference[len(LINE)] / b[len(LINE)]:.2f}x |")
+                    f"| {reference[len(LINE)] / b[len(LINE)]:.2f}x | {b[BATCH]:.2f} | {reference[BATCH] / b[BATCH]:.2f}x |")
     table = "\n".join(rows)
     print(table)
     if args.out:
@@ -106,9 +131,12 @@ def main(argv=None) -> int:
             f"```\npython benchmarks/per_call.py {' '.join(sys.argv[1:])}\n```\n\n"
             f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {cpu}, {os.cpu_count()} cores, one torch "
             f"thread, torch CPU; load average at the end {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}. CPU-ms per call "
-            "scoring 1 token or one 17-token line of one stream whose 2048-token window is full, the shipped model; "
+            "scoring 1 token or one 17-token line of one stream whose 2048-token window is full, and one 17-token "
+            f"line of each of {ROWS} such streams (the service's mean micro-batch at half load), the shipped model; "
             f"the best of {args.rounds} alternating rounds of {args.calls} calls per engine, each in its own process. "
-            f"Reference: `{args.against}`, the engine as it was when the issue was filed.\n\n" + table + "\n")
+            f"Reference: `{args.against}`, the engine as it was when the issue was filed"
+            + (f"; also measured: {', '.join(f'`{rev}`' for rev in args.also)}" if args.also else "")
+            + ".\n\n" + table + "\n")
     return 0
 
 

@@ -54,11 +54,14 @@ def test_paged_attention_equals_slot_attention(name, page_tokens, batch):
 
 
 @pytest.mark.parametrize("name", ["llama-gqa", "qwen2-mha"])
-def test_fused_cpu_attention_equals_the_matmul_path(name, monkeypatch):
+@pytest.mark.parametrize("chunk_keys", [2048, 1, 45])
+def test_fused_cpu_attention_equals_the_matmul_path(name, chunk_keys, monkeypatch):
     """The fused kernel (torch's flash attention for CPU, window and sinks merged by log-sum-exp) and
-    the matmul-softmax-matmul path it replaces on CPU (and that other devices take) agree."""
+    the matmul-softmax-matmul path it replaces on CPU (and that other devices take) agree, whether a
+    pass's windows are attended to at once, a row at a time, or a few rows at a time."""
     from logstream.cache import paged_attention
 
+    monkeypatch.setattr(paged_attention, "CHUNK_KEYS", chunk_keys)
     _, ours = tiny_pair(name, layers=2)
     schedule = mixed_schedule(seed=11, window=16)
     config = EngineConfig(window=16, slots=8, page_tokens=5, rebase_interval=23)

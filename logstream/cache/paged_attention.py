@@ -34,6 +34,7 @@ from .sink import SinkPrefix
 
 # softmax attention over blocks of keys with its log-sum-exp: (out [B, H, T, hd], lse [B, H, T])
 FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+CHUNK_KEYS = 2048  # the fused path attends to about this many gathered keys at a time (at least a row)
 
 
 class PagedAttention:
@@ -85,11 +86,36 @@ class PagedAttention:
         self.window_bias = _bias(visible, dtype)  # [B, 1, 1, T, W]
         if not self.unpadded:
             self.write_rows, self.write_cols = self.valid.nonzero(as_tuple=True)
+        if self.fused:
+            self._chunks(len(states), T)
 
-    def _window(self, tensor: Tensor) -> Tensor:
-        """[B, Hkv, W, hd] of one layer's pages, widened to the model's dtype."""
+    def _chunks(self, B: int, T: int) -> None:
+        """The fused path reads a few rows' windows at a time (``CHUNK_KEYS`` keys): gathered, widened
+        and attended to while they are still in the core's cache. The whole pass's windows at once
+        (9 full windows: 5 MB a layer in float32) went through memory three times."""
+        n = self.pages_per_row
+        rows = max(1, CHUNK_KEYS // (n * self.pool.page_tokens))
+        table = self.table.view(B, n)
+        self.chunks = [(lo, min(B, lo + rows), table[lo:lo + rows].reshape(-1)) for lo in range(0, B, rows)]
+        # the G query heads that share a KV head are laid out as G*T query rows of it (each key is read
+        # once, not once per query head): the [T, W] mask repeated for each of them
+        self.folded_bias: dict[int, Tensor] = {}  # by G, made at the first layer
+
+    def _folded_bias(self, G: int) -> Tensor:
+        bias = self.folded_bias.get(G)
+        if bias is None:
+            bias = self.window_bias[:, :, 0]  # [B, 1, T, W]
+            if G > 1:
+                B, _, T, W = bias.shape
+                bias = bias.expand(B, G, T, W).reshape(B, 1, G * T, W)
+            self.folded_bias[G] = bias
+        return bias
+
+    def _window(self, tensor: Tensor, table: Tensor | None = None) -> Tensor:
+        """[B, Hkv, W, hd] of one layer's pages (or of the rows whose pages ``table`` lists), widened to
+        the model's dtype."""
         pool = self.pool
-        gathered = tensor.index_select(0, self.table)  # [B * pages, P, Hkv, hd]
+        gathered = tensor.index_select(0, self.table if table is None else table)  # [rows * pages, P, Hkv, hd]
         gathered = gathered.view(-1, self.pages_per_row * pool.page_tokens, pool.n_kv_heads, pool.head_dim)
         return gathered.transpose(1, 2).to(self.dtype)
 
@@ -107,10 +133,10 @@ class PagedAttention:
         values.view(-1, Hkv, hd).index_copy_(0, self.write_flat, new_v.to(values.dtype))
 
         rotated = apply_rope_signed(q[:, :, None], self.cos_q, self.sin_q)  # [B, H, 2, T, hd], scaled
-        window_k, window_v = self._window(keys), self._window(values)
         sink_k, sink_v = self.sink.keys[layer], self.sink.values[layer]
         if self.fused:
-            return self._fused(rotated, window_k, window_v, sink_k, sink_v)
+            return self._fused(rotated, keys, values, sink_k, sink_v)
+        window_k, window_v = self._window(keys), self._window(values)
         # Grouped-query attention: the G = H / Hkv query heads sharing a KV head are laid out as
         # G*T rows against that head's keys, so every product is a plain batched matmul.
         q_win = rotated[:, :, 0].reshape(B, Hkv, -1, hd)
@@ -124,27 +150,28 @@ class PagedAttention:
         out = torch.matmul(weights[..., :S], sink_v) + torch.matmul(weights[..., S:], window_v)
         return out.reshape(B, H, T, hd)
 
-    def _fused(self, rotated: Tensor, window_k: Tensor, window_v: Tensor, sink_k: Tensor, sink_v: Tensor) -> Tensor:
+    def _fused(self, rotated: Tensor, keys: Tensor, values: Tensor, sink_k: Tensor, sink_v: Tensor) -> Tensor:
         """The same attention through torch's fused CPU attention kernel (flash attention: blocks of
-        keys, the scores never materialised): the window and the sinks in one call each, merged by
-        their log-sum-exps. About 3x faster than the matmul-softmax-matmul path for a 2048-token window
-        (a one-off measurement on the 2-core development machine, float32, 7 rows x 120 tokens; the
-        committed figure is benchmarks/results/per_call.md), equal within float rounding (tests)."""
-        B, H = rotated.shape[:2]
-        q_win, q_sink = rotated[:, :, 0], rotated[:, :, 1]  # [B, H, T, hd]
-
-        def per_head(kv: Tensor) -> Tensor:  # [B, Hkv, K, hd] -> [B, H, K, hd]: each KV head for its G query heads
-            b, hkv, n, hd = kv.shape
-            return kv[:, :, None].expand(b, hkv, H // hkv, n, hd).reshape(b, H, n, hd)  # a view when Hkv = 1
-
-        out_win, lse_win = FLASH_CPU(q_win, per_head(window_k), per_head(window_v),
-                                     attn_mask=self.window_bias[:, :, 0], scale=1.0)
-        out_sink, lse_sink = FLASH_CPU(q_sink, per_head(sink_k[None]).expand(B, -1, -1, -1),
-                                       per_head(sink_v[None]).expand(B, -1, -1, -1), scale=1.0)
+        keys, the scores never materialised): the window a chunk of rows at a time, the sinks in one
+        call, merged by their log-sum-exps. Equal to the matmul path within float rounding (tests);
+        what it saves is measured in benchmarks/results/per_call.md."""
+        B, H, _, T, hd = rotated.shape
+        Hkv = sink_k.shape[0]
+        G = H // Hkv
+        q_win = rotated[:, :, 0].reshape(B, Hkv, G * T, hd)  # a KV head's G query heads as G*T rows
+        q_sink = rotated[:, :, 1].reshape(B, Hkv, G * T, hd)
+        bias = self._folded_bias(G)
+        parts = [FLASH_CPU(q_win[lo:hi], self._window(keys, table), self._window(values, table),
+                           attn_mask=bias[lo:hi], scale=1.0) for lo, hi, table in self.chunks]
+        out_win = parts[0][0] if len(parts) == 1 else torch.cat([out for out, _ in parts])
+        lse_win = parts[0][1] if len(parts) == 1 else torch.cat([lse for _, lse in parts])
+        out_sink, lse_sink = FLASH_CPU(q_sink, sink_k[None].expand(B, -1, -1, -1), sink_v[None].expand(B, -1, -1, -1),
+                                       scale=1.0)
         # softmax over [sinks | window] = each part's softmax, weighted by its share of the total
         # exp-sum. Every real query sees its own key, so the window's part is never empty.
         top = torch.maximum(lse_win, lse_sink)
         w_win, w_sink = (lse_win - top).exp_(), (lse_sink - top).exp_()
         total = w_win + w_sink
         out = out_win * (w_win / total)[..., None] + out_sink * (w_sink / total)[..., None]
-        return out.to(rotated.dtype)  # the log-sum-exps are float32 whatever the model's dtype
+        # back to [B, H, T, hd], in the model's dtype (the log-sum-exps are float32 whatever it is)
+        return out.reshape(B, H, T, hd).to(rotated.dtype)
