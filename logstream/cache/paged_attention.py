@@ -97,19 +97,18 @@ class PagedAttention:
         rows = max(1, CHUNK_KEYS // (n * self.pool.page_tokens))
         table = self.table.view(B, n)
         self.chunks = [(lo, min(B, lo + rows), table[lo:lo + rows].reshape(-1)) for lo in range(0, B, rows)]
-        # the G query heads that share a KV head are laid out as G*T query rows of it (each key is read
-        # once, not once per query head): the [T, W] mask repeated for each of them
-        self.folded_bias: dict[int, Tensor] = {}  # by G, made at the first layer
+        self.folded_bias: Tensor | None = None  # made at the first layer, where the query heads are known
 
     def _folded_bias(self, G: int) -> Tensor:
-        bias = self.folded_bias.get(G)
-        if bias is None:
+        """The [T, W] mask repeated for each of the G query heads that share a KV head, laid out as G*T
+        query rows of it (each key is read once, not once per query head): [B, 1, G*T, W]."""
+        if self.folded_bias is None:
             bias = self.window_bias[:, :, 0]  # [B, 1, T, W]
             if G > 1:
                 B, _, T, W = bias.shape
                 bias = bias.expand(B, G, T, W).reshape(B, 1, G * T, W)
-            self.folded_bias[G] = bias
-        return bias
+            self.folded_bias = bias
+        return self.folded_bias
 
     def _window(self, tensor: Tensor, table: Tensor | None = None) -> Tensor:
         """[B, Hkv, W, hd] of one layer's pages (or of the rows whose pages ``table`` lists), widened to

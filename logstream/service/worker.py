@@ -438,10 +438,10 @@ class Adaptation:
             if swap.exception() is not None:
                 MODEL_SWAP_FAILURES.inc()
                 log.error("could not swap in model version %s; the current one stays (tried again at the next "
-                          "check): %s", self.model.store.current_version(), swap.exception())
+                          "check): %s", swap.get_name(), swap.exception())
         wanted = self.model.store.current_version()
         if wanted != self.model.served:  # a new round finished, or an operator rolled back
-            self.swapping = asyncio.get_running_loop().create_task(self.model.swap(wanted))
+            self.swapping = asyncio.get_running_loop().create_task(self.model.swap(wanted), name=wanted)
             return
         if self.runner is not None and not self.runner.busy:
             round_ = await self.model.due_round()
