@@ -73,6 +73,9 @@ class CacheSettings(Section):
     max_chunk_tokens: int = Field(512, ge=1, description="longer chunks are split (exactly) into pieces")
     max_batch_tokens: int = Field(8192, ge=1, description="padded tokens per forward pass")
     max_batch_rows: int = Field(64, ge=1, description="streams per forward pass")
+    attention: Literal["auto", "triton", "torch"] = Field(
+        "auto", description="auto: the Triton kernels of kernels/ on a CUDA device (paged layout, triton "
+        "installed), torch's otherwise; triton or torch insist")
     sink_tokens: list[int] | None = Field(None, description="default: the model's BOS (or EOS) token")
     preamble: bool = Field(True, description="prime the sink prefix with the model's pattern preamble")
 
@@ -90,7 +93,7 @@ class CacheSettings(Section):
                             max_chunk_tokens=self.max_chunk_tokens, max_batch_tokens=self.max_batch_tokens,
                             page_tokens=self.page_tokens, kv_dtype=self.kv_dtype, shrink_to=self.shrink_to,
                             disk_dir=str(disk) if disk and self.disk_bytes else None, disk_bytes=self.disk_bytes,
-                            max_batch_rows=self.max_batch_rows)
+                            max_batch_rows=self.max_batch_rows, attention=self.attention)
 
 
 

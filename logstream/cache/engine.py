@@ -11,6 +11,7 @@ Not thread-safe: one engine belongs to one thread (the service gives it a dedica
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -23,7 +24,6 @@ from .paged_attention import PagedAttention
 from .pages import PagedPool, PagedStream, PoolStats
 from .pool import SlotPool, StreamState
 from .sink import SinkPrefix, prime_sink_prefix
-
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 _malloc_tuned = False
@@ -89,6 +89,7 @@ class EngineConfig:
     shrink_to: int | None = None  # under memory pressure cold windows keep their last this many tokens
     disk_dir: str | None = None  # a disk tier for windows, under this directory
     disk_bytes: int = 0
+    attention: str = "auto"  # "triton": the kernels of kernels/ (paged layout); "torch"; "auto": triton on CUDA
 
     def __post_init__(self):
         if self.window < 1:
@@ -99,6 +100,8 @@ class EngineConfig:
             raise ValueError(f"layout must be 'paged' or 'slots', not {self.layout!r}")
         if self.page_tokens < 1 or self.max_batch_rows < 1:
             raise ValueError("page_tokens and max_batch_rows must be positive")
+        if self.attention not in ("auto", "triton", "torch"):
+            raise ValueError(f"attention must be 'auto', 'triton' or 'torch', not {self.attention!r}")
 
 
 class StreamingEngine:
@@ -119,6 +122,35 @@ class StreamingEngine:
         # pieces no longer than the window: a pass then needs at most a window and a piece of pages
         self.piece_tokens = min(config.max_chunk_tokens, config.window)
         self.pool = self._paged_pool() if self.paged else self._slot_pool()
+        self.kernels = self._use_kernels()
+
+    def _use_kernels(self) -> bool:
+        """Whether passes run the Triton kernels: by default on CUDA (where triton is installed), with
+        the paged layout; ``attention="triton"`` insists (on a CPU only in Triton's interpreter)."""
+        config, model = self.config, self.model.args
+        if config.attention == "torch":
+            return False
+        fits = model.head_dim >= 16 and not model.head_dim & (model.head_dim - 1) \
+            and config.page_tokens >= 16 and not config.page_tokens & (config.page_tokens - 1)
+        try:
+            import kernels.paged_attention  # noqa: F401  (needs triton: pip install 'logstream[gpu]')
+            available = True
+        except ImportError:
+            available = False
+        if config.attention == "auto":
+            return available and fits and self.paged and self.device.type == "cuda"
+        if not self.paged:
+            raise ValueError("cache.attention=triton needs cache.layout=paged: the kernels read pages")
+        if not available:
+            raise ValueError("cache.attention=triton needs triton: pip install 'logstream[gpu]'")
+        if not fits:
+            raise ValueError(f"the Triton kernels need head_dim and cache.page_tokens powers of two of at least "
+                             f"16 (this model's head_dim is {model.head_dim}, page_tokens {config.page_tokens}): "
+                             f"use cache.attention=torch")
+        if self.device.type != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
+            raise ValueError("cache.attention=triton on a CPU runs only in Triton's interpreter (TRITON_INTERPRET=1, "
+                             "slow: for tests); use cache.attention=auto or torch")
+        return True
 
     def _slot_pool(self) -> SlotPool:
         a, config = self.model.args, self.config
@@ -276,7 +308,8 @@ class StreamingEngine:
         T = max(lengths)
         tokens = torch.tensor([list(c.tokens) + [0] * (T - len(c.tokens)) for c in chunks], device=device)
         if self.paged:
-            attention = PagedAttention(states, lengths, self.pool, self.sink, self.model.rotary, self.dtype)
+            attention = PagedAttention(states, lengths, self.pool, self.sink, self.model.rotary, self.dtype,
+                                       kernels=self.kernels)
             last = torch.stack([self.sink.last_hidden if s.last_hidden is None else s.last_hidden for s in states])
         else:
             plan = BatchPlan(

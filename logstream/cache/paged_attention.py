@@ -18,6 +18,10 @@ stream's history read through its page table instead of a fixed slot, and fewer,
 
 Keys are stored rotated at stable positions (``p - base``) as in the slot pool; pages may be stored
 in a narrower dtype than the model's (bfloat16) and are widened when gathered.
+
+With ``kernels`` (the engine's choice on CUDA, ``cache.attention``), the appends and the attention
+are the Triton kernels of ``kernels/``: one launch each per layer, reading the pages in place
+through the page table, no gathered window and no mask in memory.
 """
 
 from __future__ import annotations
@@ -41,10 +45,11 @@ class PagedAttention:
     """The attention backend ``Transformer.hidden_states`` calls for every layer of one pass."""
 
     def __init__(self, states: list[PagedStream], lengths: list[int], pool: PagedPool, sink: SinkPrefix,
-                 rotary: Rotary, dtype: torch.dtype):
-        self.pool, self.sink, self.dtype = pool, sink, dtype
+                 rotary: Rotary, dtype: torch.dtype, kernels: bool = False):
+        self.pool, self.sink, self.dtype, self.kernels = pool, sink, dtype, kernels
         # torch's fused attention kernel on CPU when this build has it (and the model's dtype is one it takes)
-        self.fused = pool.device.type == "cpu" and FLASH_CPU is not None and dtype in (torch.float32, torch.bfloat16)
+        self.fused = (not kernels and pool.device.type == "cpu" and FLASH_CPU is not None
+                      and dtype in (torch.float32, torch.bfloat16))
         device, P, L, S = pool.device, pool.page_tokens, pool.window, sink.length
         T = max(lengths)
         # A pass costs about a fixed number of ops, whatever its size: what is per row or per token is
@@ -64,6 +69,10 @@ class PagedAttention:
         self.table = torch.tensor(table, device=device)
         self.write_flat = torch.tensor(flat, device=device)
         rel_t, span_t, from_page_t, n_t = per_row.unbind(1)
+        if kernels:  # what the kernels read per row instead of a mask: [B] each, and the [B, n] page table
+            self.counts = torch.tensor([len(t_) for t_ in tables], device=device, dtype=torch.int32)
+            self.from_page, self.span0 = from_page_t.to(torch.int32), span_t.to(torch.int32)
+            self.table_2d = self.table.view(len(states), self.pages_per_row).to(torch.int32)
 
         i = torch.arange(T, device=device)
         self.unpadded = min(lengths) == T  # every row full: the new tokens are taken as they lie
@@ -81,11 +90,15 @@ class PagedAttention:
         # Gathered key j of a row is its stream token lo_page * P + j; query t (at d = t - that
         # token from it) sees it when 0 <= d <= w. (Keys past a row's last real token are seen only
         # by its padding, whose outputs are dropped.)
+        if not self.unpadded:
+            self.write_rows, self.write_cols = self.valid.nonzero(as_tuple=True)
+        if kernels:  # the tokens to append, as b * T + t of the padded batch
+            self.write_source = (torch.arange(len(states) * T, device=device) if self.unpadded
+                                 else self.write_rows * T + self.write_cols)
+            return
         d = (from_page_t[:, None] + i)[:, :, None] - torch.arange(W, device=device)  # [B, T, W]
         visible = (d >= 0) & (d <= span[:, :, None])
         self.window_bias = _bias(visible, dtype)  # [B, 1, 1, T, W]
-        if not self.unpadded:
-            self.write_rows, self.write_cols = self.valid.nonzero(as_tuple=True)
         if self.fused:
             self._chunks(len(states), T)
 
@@ -122,6 +135,8 @@ class PagedAttention:
         B, H, T, hd = q.shape
         Hkv = k.shape[1]
         keys, values = self.pool.keys[layer], self.pool.values[layer]
+        if self.kernels:
+            return self._kernels(layer, q, k, v, keys, values)
         # this pass's keys and values into their pages first: read back with the history below
         k_new = apply_rope_signed(k, self.cos_k, self.sin_k)
         if self.unpadded:
@@ -148,6 +163,17 @@ class PagedAttention:
         weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)  # finite: sinks always seen
         out = torch.matmul(weights[..., :S], sink_v) + torch.matmul(weights[..., S:], window_v)
         return out.reshape(B, H, T, hd)
+
+    def _kernels(self, layer: int, q: Tensor, k: Tensor, v: Tensor, keys: Tensor, values: Tensor) -> Tensor:
+        """The same layer through the Triton kernels: append (rotating the new keys), then attend."""
+        from kernels.append import append_kv
+        from kernels.paged_attention import paged_attention
+
+        append_kv(k, v, self.cos_k[:, 0], self.sin_k[:, 0], self.write_source, self.write_flat, keys, values)
+        rotated = apply_rope_signed(q[:, :, None], self.cos_q, self.sin_q)  # [B, H, 2, T, hd], scaled
+        return paged_attention(rotated[:, :, 0], rotated[:, :, 1], keys, values, self.sink.keys[layer],
+                               self.sink.values[layer], self.table_2d, self.counts, self.from_page, self.span0,
+                               self.pool.window)
 
     def _fused(self, rotated: Tensor, keys: Tensor, values: Tensor, sink_k: Tensor, sink_v: Tensor) -> Tensor:
         """The same attention through torch's fused CPU attention kernel (flash attention: blocks of
