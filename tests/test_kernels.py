@@ -133,6 +133,7 @@ def test_the_engine_on_the_kernels_equals_the_dense_oracle():
 
 def test_the_kernels_refuse_what_they_cannot_run_with_a_way_out(monkeypatch):
     _, ours = tiny_pair("llama-gqa", layers=1)
+    ours = ours.to(DEVICE)
     with pytest.raises(ValueError, match="page_tokens.*cache.attention=torch"):
         StreamingEngine(ours, SINK, EngineConfig(window=16, slots=2, page_tokens=5, attention="triton"))
     with pytest.raises(ValueError, match="layout=paged"):
@@ -143,3 +144,13 @@ def test_the_kernels_refuse_what_they_cannot_run_with_a_way_out(monkeypatch):
             StreamingEngine(ours, SINK, EngineConfig(window=16, slots=2, page_tokens=16, attention="triton"))
     # auto takes the kernels on CUDA only
     assert StreamingEngine(ours, SINK, EngineConfig(window=16, slots=2, page_tokens=16)).kernels is (DEVICE == "cuda")
+
+
+def test_the_setting_reaches_the_engine(monkeypatch):
+    from logstream.config import Settings
+
+    monkeypatch.setenv("LOGSTREAM_CACHE__ATTENTION", "torch")
+    assert Settings().cache.engine_config().attention == "torch"
+    monkeypatch.setenv("LOGSTREAM_CACHE__ATTENTION", "cuda-please")
+    with pytest.raises(ValueError, match="attention"):
+        Settings()

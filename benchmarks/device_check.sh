@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Issue 15's GPU checks, as one prepared run on a lent device machine (the `run` tool, carry [".whl"]):
+#   here first: scripts/device_wheels
+#   run: bash benchmarks/device_check.sh        (about 6 minutes on an H200; output under $OUT)
+# 1. the kernel tests on the GPU (compiled kernels, not the interpreter), 2. benchmarks/kernel_bench.py,
+# whose report is benchmarks/results/kernels.md once copied back.
+set -uo pipefail
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+OUT=${OUT:-/tmp/device-out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD:$PWD/tests:$PWD/benchmarks
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
+timeout 180 python3 -m pytest tests/test_kernels.py -q -p no:cacheprovider 2>&1 | tee "$OUT/tests.log"
+timeout 300 python3 benchmarks/kernel_bench.py --out "$OUT/kernels.md" 2>&1 | tee "$OUT/bench.log"
