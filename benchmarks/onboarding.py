@@ -107,9 +107,12 @@ class Tally:
 
 
 def error_events(path: Path) -> list[list[dict]]:
-    """The error lines grouped into events: what one breakage wrote at once. Consecutive lines of one
-    kind from the same process (PostgreSQL's ERROR with its DETAIL, HINT and STATEMENT lines), or,
-    where lines carry no pid, with the same time stamp to the second."""
+    """The error lines grouped into events: what one breakage wrote at once. Where the data names
+    each line's event (``"event"``, the newer corpora), by that. Else consecutive lines of one kind
+    from the same process (PostgreSQL's ERROR with its DETAIL, HINT and STATEMENT lines), or, where
+    lines carry no pid, with the same time stamp to the second; a line with neither that opens
+    with white space continues the line before it (dpkg's ``error processing archive X:`` and its
+    indented reason are one error, not two inserted apart)."""
     canonicalizer = Canonicalizer()
     events: list[list[dict]] = []
     last = None
@@ -117,10 +120,17 @@ def error_events(path: Path) -> list[list[dict]]:
         if not row.strip():
             continue
         item = json.loads(row)
-        read = canonicalizer.read("errors", item["line"])
-        stamp = read.pid or (read.timestamp or "")[:19]
-        key = (item["kind"], stamp)
-        if events and key == last and stamp:
+        if "event" in item:
+            key = (item["kind"], item["event"])
+            same = bool(events) and key == last
+        else:
+            read = canonicalizer.read("errors", item["line"])
+            stamp = read.pid or (read.timestamp or "")[:19]
+            key = (item["kind"], stamp)
+            continued = not stamp and item["line"][:1].isspace()
+            same = bool(events) and last is not None and last[0] == item["kind"] and (
+                (key == last and stamp) or continued)
+        if same:
             events[-1].append(item)
         else:
             events.append([item])

@@ -100,7 +100,8 @@ class CacheSettings(Section):
 # Words that say a line reports a problem, whatever level its program gave it (nginx logs a refused
 # TLS handshake at info, Python tracebacks reach journald at info): the kind of list Grafana and
 # Elastic use to infer a level from a message.
-PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic|exception|traceback|abort(?:ed|ing)?|"
+PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?|exception|traceback|backtrace|"
+                 r"problems?|conflict(?:s|ing)?|abort(?:ed|ing)?|"
                  r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|invalid|illegal|corrupt(?:ed|ion)?|"
                  r"cannot|can't|unable|timed out|timeout|unreachable|too (?:large|long|many|big)|out of memory|"
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe)\b")
@@ -140,9 +141,12 @@ class AdaptiveSettings(Section):
     problem_similarity: float = Field(0.7, gt=0, le=1, description="drain3 similarity of the patterns the "
                                       "problem rule compares ('Connection refused' and 'No such file' lines share "
                                       "most of their words)")
-    problem_routine_alerts: int = Field(100, ge=0, description="a problem pattern or rare level that has come back "
-                                        "in this many lines without being learned as normal is routine for its "
-                                        "source for good (0: never for good)")
+    problem_routine_stretches: int = Field(50, ge=0, description="a problem pattern or rare level that has come "
+                                           "back in this many different stretches of `routine_gap` lines without "
+                                           "being learned as normal is routine for its source for good (0: never "
+                                           "for good). Stretches, not lines: one burst of 30 errors is one or two "
+                                           "comebacks (counting lines, five broker outages made the sixth silent: "
+                                           "measured)")
     routine_episodes: int = Field(5, ge=0, description="a problem pattern or rare level whose lines fell in this "
                                   "many different stretches of `routine_gap` lines within the source's last "
                                   "`routine_window` lines is routine while it keeps coming back (a favicon 404 "

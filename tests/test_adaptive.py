@@ -83,12 +83,14 @@ def judge_and_learn(adaptive: AdaptiveThresholds, line: str, score: float = 2.0,
 
 
 def test_a_problem_never_seen_in_a_normal_line_alerts_every_time_until_it_is_routine():
-    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"problem_routine_alerts": 5}))
+    config = CONFIG.model_copy(update={"problem_routine_stretches": 5, "routine_episodes": 0})
+    adaptive = AdaptiveThresholds(config)
     feed(adaptive, "src", 300)
     refused = "connect() failed (<N3>: Connection refused) while connecting to upstream {}"
     for attempt in range(5):  # a plain score, an INFO level: the words say what it is, and it recurs
         verdict = judge_and_learn(adaptive, refused.format(attempt), level="INFO")
         assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and "'refused'" in verdict.note, attempt
+        feed(adaptive, "src", config.routine_gap, seed=attempt)  # each time in a stretch of its own
     assert not judge_and_learn(adaptive, refused.format(9), level="INFO").anomaly  # the 6th: routine now
     error = judge_and_learn(adaptive, "disk quota reached on volume {}".format("home"), level="ERROR")
     assert error.anomaly and error.how in (UNSEEN_PROBLEM, RARE_LEVEL)
@@ -160,8 +162,8 @@ def test_a_problem_that_keeps_coming_back_is_routine_while_it_does():
 
 
 def test_a_level_that_turns_out_routine_stops_alerting_though_its_lines_alerted():
-    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"problem_words": "", "problem_routine_alerts": 20,
-                                                            "routine_episodes": 0}))
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"problem_words": "", "problem_routine_stretches": 20,
+                                                            "routine_episodes": 0, "routine_gap": 10}))
     for i in range(400):  # a source that has written no WARN line so far
         judge_and_learn(adaptive, "request <N1> served", level="INFO")
     verdicts = [judge_and_learn(adaptive, "request <N1> served", level="WARN" if i % 10 == 0 else "INFO")
@@ -169,6 +171,38 @@ def test_a_level_that_turns_out_routine_stops_alerting_though_its_lines_alerted(
     warns = [v for i, v in enumerate(verdicts) if i % 10 == 0]
     assert all(v.anomaly and v.how == RARE_LEVEL for v in warns[:20])  # alerted lines are not normal lines
     assert not any(v.anomaly for v in warns[20:])  # after 20 alerts: routine, though none of them was learned
+
+
+def test_bursts_of_one_error_alert_whole_however_many_lines_they_held():
+    """An outage writes the same error many times at once; the next outage is news again (five bursts
+    of 30 lines made the sixth silent when the rule counted lines: measured, the worker's broker outages)."""
+    config = CONFIG.model_copy(update={"routine_window": 300})
+    adaptive = AdaptiveThresholds(config)
+    feed(adaptive, "src", 300)
+    failed = "OffsetCommit failed for group worker on partition <N1>"
+    for burst in range(8):
+        verdicts = [judge_and_learn(adaptive, failed, level="ERROR") for _ in range(30)]
+        assert all(v.anomaly for v in verdicts), burst
+        feed(adaptive, "src", 400, seed=burst)  # quiet between outages, longer than routine_window
+    # one that keeps coming back in stretch after stretch is still routine for good
+    for i in range(config.problem_routine_stretches * config.routine_gap):
+        if i % config.routine_gap == 0:
+            judge_and_learn(adaptive, failed, level="ERROR")
+        else:
+            judge_and_learn(adaptive, f"request {i % 3} served", level="INFO")
+    feed(adaptive, "src", 400)
+    assert not judge_and_learn(adaptive, failed, level="ERROR").anomaly
+
+
+def test_problem_words_quoted_in_a_debug_line_are_traced_data():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    echo = "send: topic='alerts' v=b'{\"line\":\"java.io.IOException: Connection refused\",\"score\":<N1>}'"
+    assert not judge_and_learn(adaptive, echo, level="DEBUG").anomaly
+    # the same words said by the program itself, or quoted at a higher level, still read as a problem
+    assert judge_and_learn(adaptive, "upstream connection refused by <IP>", level="DEBUG").how == UNSEEN_PROBLEM
+    assert judge_and_learn(adaptive, "client said 'connection refused by upstream'", level="INFO").how == UNSEEN_PROBLEM
+    assert judge_and_learn(adaptive, "thread 'tokio-rt-worker' panicked at src/main.rs:<N2>").how == UNSEEN_PROBLEM
 
 
 def test_sources_learn_apart():

@@ -204,7 +204,8 @@ FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "syslog", "Syslog RFC 3164 / BSD, as syslog files and journald's short exports write it (Loghub "
         "Linux, Mac, OpenSSH): [<pri>]time host tag[pid]: message",
-        rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?P<host>\S+)\s+"
+        # a level word is no host name: "2026-...Z WARN serve{...}: ..." is Rust tracing (iso_prefix)
+        rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?!{LEVEL_WORD}\s)(?P<host>\S+)\s+"
         rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>\d+)\])?(?: \(\S+?\))?: ?)?(?P<message>.*)$",
         post=_level_from_priority),
     LogFormat(
@@ -212,9 +213,9 @@ FORMATS: tuple[LogFormat, ...] = (
         r"^\[\s*(?P<timestamp>\d+\.\d+)\] (?P<message>.*)$"),
     LogFormat(
         "iso_prefix", "Anything that opens with an ISO 8601 / RFC 3339 time (dpkg.log, Rust tracing, Go's "
-        "log package): time, an optional level, the rest",
+        "log package, Faust's '[time] [pid] [LEVEL] message'): time, an optional pid and level, the rest",
         rf"^\[?(?P<timestamp>{ISO8601}|\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?)\]?:?\s*"
-        rf"(?:[|,-]\s*)?(?:\[?(?P<level>{LEVEL_WORD})\]?:?\s+)?(?P<message>.*)$"),
+        rf"(?:[|,-]\s*)?(?:\[\d+\]\s+)?(?:\[?(?P<level>{LEVEL_WORD})\]?:?\s+)?(?P<message>.*)$"),
 )
 
 FORMATS_BY_NAME: dict[str, LogFormat] = {f.name: f for f in FORMATS}

@@ -31,7 +31,8 @@ source has shown, per template:
   onboarding benchmark without a false alert, where one token of surprise in a line is diluted in
   its mean). Lines that alert are not counted as normal, so a level that keeps alerting would
   alert for good (a WARN that is 5% of HDFS's lines alerted on every line once its first one had:
-  measured): it is taken as routine once it recurs (``Recurrence``). Counting alerted lines in the
+  measured): it is taken as routine once it recurs (``Recurrence``), per pattern: the same ERROR
+  coming back is routine, a new ERROR of the source is still news. Counting alerted lines in the
   share instead let a few error bursts make ERROR routine (measured: recall on the Alertmanager
   onboarding source 0.59 -> 0.41).
 * **Unseen problems.** A line that reads as a problem (a level other than TRACE, DEBUG, INFO or
@@ -47,8 +48,8 @@ source has shown, per template:
   never normal).
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when its lines fell in ``routine_episodes`` different stretches of ``routine_gap``
-  source lines within the source's last ``routine_window`` lines (or ``problem_routine_alerts``
-  lines in all), it does not alert. A favicon 404 logged as an ERROR every few lines is routine
+  source lines within the source's last ``routine_window`` lines (or ``problem_routine_stretches``
+  stretches in all), it does not alert. A favicon 404 logged as an ERROR every few lines is routine
   within about a hundred lines; one burst of errors (an upstream down for a minute) fills one or
   two stretches and alerts whole; an error that strikes now and then stays news. Routine lines are
   not learned as normal problems: once a pattern has been quiet for ``routine_window`` lines it is
@@ -77,7 +78,8 @@ from ..config import AdaptiveSettings
 
 logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
 
-STATE_VERSION = 2  # 2: problem patterns keyed with their words, alerts kept as ``Recurrence``
+STATE_VERSION = 3  # 2: problem patterns keyed with their words, alerts kept as ``Recurrence``;
+# 3: a rare level's recurrence kept per strict pattern
 MIN_FAMILIAR_LINES = 20  # lines of a source before the calibration is judged to hold on it
 RECENT_LINES = 1000  # a source's latest scores (alerted or not) on which that is judged
 COLD = "cold start"
@@ -90,6 +92,9 @@ UNSEEN_PROBLEM = "unseen problem"
 # levels that are not a sign of trouble by themselves; any other (WARN, ERROR, FATAL, or a level word a
 # format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
 LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
+QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
+# a quoted string (one cut off by the end of the line too): a payload echoed inside a line
+QUOTED = re.compile(r"'[^']*(?:'|$)|\"[^\"]*(?:\"|$)")
 
 
 @dataclass
@@ -122,31 +127,35 @@ class Recurrence:
 
     lines: int = 0
     stretches: deque = field(default_factory=deque)  # source line count // routine_gap, the latest first last
+    comebacks: int = 0  # different stretches it showed up in, in all
 
     def add(self, at: int, config: AdaptiveSettings) -> None:
         self.lines += 1
         stretch = at // config.routine_gap
         if not self.stretches or self.stretches[-1] != stretch:
+            self.comebacks += 1
             self.stretches.append(stretch)
             while len(self.stretches) > max(config.routine_episodes, 1):
                 self.stretches.popleft()
 
     def routine(self, now: int, config: AdaptiveSettings) -> bool:
-        """Whether it keeps coming back: in enough different stretches lately, or in enough lines in all."""
-        if config.problem_routine_alerts and self.lines >= config.problem_routine_alerts:
+        """Whether it keeps coming back: in enough different stretches lately, or in all."""
+        if config.problem_routine_stretches and self.comebacks >= config.problem_routine_stretches:
             return True
         episodes = config.routine_episodes
         oldest = (now - config.routine_window) // config.routine_gap
         return bool(episodes) and len(self.stretches) >= episodes and self.stretches[0] > oldest
 
     def as_json(self) -> dict:
-        return {"lines": self.lines, "stretches": list(self.stretches)}
+        return {"lines": self.lines, "stretches": list(self.stretches), "comebacks": self.comebacks}
 
     @classmethod
     def from_json(cls, data) -> "Recurrence":
         if isinstance(data, int):  # state version 1 kept only a count
-            return cls(lines=data)
-        return cls(int(data["lines"]), deque(data.get("stretches", [])))
+            return cls(lines=data, comebacks=data)
+        stretches = deque(data.get("stretches", []))
+        # state saved before comebacks were counted: at least its latest stretches
+        return cls(int(data["lines"]), stretches, int(data.get("comebacks", len(stretches))))
 
 
 @dataclass
@@ -157,7 +166,8 @@ class _Source:
     novel: deque = field(default_factory=deque)
     recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_LINES))  # latest scores, alerted or not
     levels: dict = field(default_factory=dict)  # level -> normal lines that carried it
-    level_alerts: dict = field(default_factory=dict)  # level -> Recurrence of its lines not learned as normal
+    level_alerts: dict = field(default_factory=dict)  # (level, strict pattern id) -> Recurrence of its
+    # lines not learned as normal
     problems: TemplateMiner | None = None  # strict patterns for the unseen-problem rule
     # (strict pattern id, problem words) -> normal lines seen / Recurrence of lines not learned as
     # normal (alerted, or held back as routine); words None: any (what state version 1 kept)
@@ -173,11 +183,11 @@ def level_key(level: str | None, event: str | None = None) -> str | None:
     return f"{level} {event}" if event else level
 
 
-def _forget_gone(by_cluster: dict, miner: TemplateMiner) -> None:
+def _forget_gone(by_cluster: dict, miner: TemplateMiner, at: int = 0) -> None:
     """Drop the entries of clusters the miner forgot (drain3 keeps its ``max_templates`` most recent);
-    keys are cluster ids, or tuples that start with one."""
+    keys are cluster ids, or tuples with one at index ``at``."""
     alive = {c.cluster_id for c in miner.drain.clusters}
-    for key in [k for k in by_cluster if (k[0] if isinstance(k, tuple) else k) not in alive]:
+    for key in [k for k in by_cluster if (k[at] if isinstance(k, tuple) else k) not in alive]:
         del by_cluster[key]
 
 
@@ -211,7 +221,7 @@ class AdaptiveThresholds:
         state = self._sources[source]
         share = self._level_share(state, level)
         if verdict.how != COLD and share is not None and share < self.config.rare_level_share:
-            if self._routine(state, state.level_alerts.get(level)):
+            if self._routine(state, state.level_alerts.get(self._level_pattern(state, masked, level))):
                 verdict.routine = f"{level} lines keep coming back"
             else:
                 return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
@@ -238,21 +248,27 @@ class AdaptiveThresholds:
         above = sum(1 for s in state.recent if s > calibrated)
         return above <= self.config.familiar_share * len(state.recent)
 
-    def _problem_words_in(self, masked: str) -> list[str]:
+    def _problem_words_in(self, masked: str, level: str | None = None) -> list[str]:
+        """The problem words of a line. A DEBUG or TRACE line's quoted text is data it traces (a record
+        sent, a request's body), not the program's own verdict: words there do not count (measured:
+        the worker's debug lines echoing alert records flagged 9.8 per 1,000 normal lines)."""
         if self._problem_words is None:
             return []
+        if level is not None and level.split(" ", 1)[0] in QUIET_LEVELS:
+            masked = QUOTED.sub("''", masked)
         return list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
 
     def _reads_as_problem(self, masked: str, level: str | None) -> str | None:
         """Why a line reads as a problem (its level, or a problem word), or None. A level that comes with
         an event (an access log's ``WARN Not Found``) is left to the rare-level rule: there the event is
         the pattern, and a 404 for a path never asked before is no news."""
-        words = self._problem_words_in(masked)
+        words = self._problem_words_in(masked, level)
         if level is not None and " " not in level and level not in LOW_LEVELS:
             return f"a {level} line" + (" with the words " + ", ".join(map(repr, words[:3])) if words else "")
         return "the words " + ", ".join(repr(word) for word in words[:3]) if words else None
 
-    def _problem_key(self, state: _Source, masked: str, add: bool = False) -> tuple[int, str] | None:
+    def _problem_key(self, state: _Source, masked: str, add: bool = False,
+                     level: str | None = None) -> tuple[int, str] | None:
         """A problem's pattern: its strict drain3 cluster and the problem words it carries (sorted)."""
         if add:
             cluster_id = state.problems.add_log_message(masked)["cluster_id"]
@@ -261,7 +277,7 @@ class AdaptiveThresholds:
             if cluster is None:
                 return None
             cluster_id = cluster.cluster_id
-        return cluster_id, " ".join(sorted(self._problem_words_in(masked)))
+        return cluster_id, " ".join(sorted(self._problem_words_in(masked, level)))
 
     def _unseen_problem(self, state: _Source, masked: str, level: str | None) -> tuple[str | None, bool]:
         """(why this line is a problem never seen in a normal line of its source, or None; whether it
@@ -269,7 +285,7 @@ class AdaptiveThresholds:
         why = self._reads_as_problem(masked, level)
         if why is None:
             return None, False
-        key = self._problem_key(state, masked)
+        key = self._problem_key(state, masked, level=level)
         if key is None:
             return why, False
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
@@ -337,7 +353,7 @@ class AdaptiveThresholds:
         if routine:
             self._recur(state, masked, level)
         else:
-            self._problem_normal(state, masked)
+            self._problem_normal(state, masked, level)
             state.levels[level] = state.levels.get(level, 0) + 1
         cluster_id, known = self._cluster(state, masked)
         template = state.templates.get(cluster_id)
@@ -360,16 +376,27 @@ class AdaptiveThresholds:
         self._recur(state, masked, level)
 
     def _recur(self, state: _Source, masked: str | None, level: str | None) -> None:
-        """A line not learned as normal: its level and its problem pattern come back once more."""
-        state.level_alerts.setdefault(level, Recurrence()).add(state.lines, self.config)
-        if masked is not None:
-            key = self._problem_key(state, masked, add=True)
-            state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config)
-            if len(state.problem_alerts) > self.config.max_templates:
-                _forget_gone(state.problem_alerts, state.problems)
+        """A line not learned as normal: its level (in its pattern) and its problem pattern come back once more."""
+        if masked is None:
+            return
+        key = self._problem_key(state, masked, add=True, level=level)
+        state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config)
+        state.level_alerts.setdefault((level, key[0]), Recurrence()).add(state.lines, self.config)
+        if len(state.problem_alerts) > self.config.max_templates:
+            _forget_gone(state.problem_alerts, state.problems)
+        if len(state.level_alerts) > self.config.max_templates:
+            _forget_gone(state.level_alerts, state.problems, at=1)
 
-    def _problem_normal(self, state: _Source, masked: str) -> None:
-        key = self._problem_key(state, masked, add=True)
+    def _level_pattern(self, state: _Source, masked: str, level: str | None) -> tuple[str | None, int | None]:
+        """What the rare-level rule's recurrence is kept by: the level and the line's strict pattern. A
+        level is not routine as a whole: an outage's ERROR lines coming back make that outage's
+        pattern routine, not every ERROR of the source (measured: a broker's ERROR level turned
+        routine after five outages and its next new error went unnoticed)."""
+        cluster = self._match(state.problems, masked)
+        return level, cluster.cluster_id if cluster is not None else None
+
+    def _problem_normal(self, state: _Source, masked: str, level: str | None = None) -> None:
+        key = self._problem_key(state, masked, add=True, level=level)
         state.problem_normal[key] = state.problem_normal.get(key, 0) + 1
         if len(state.problem_normal) > self.config.max_templates:
             _forget_gone(state.problem_normal, state.problems)
@@ -455,7 +482,8 @@ class AdaptiveThresholds:
                               if (cid, words) in state.problem_alerts else None} for cid, words in keys],
                 "lines": state.lines, "novel": list(state.novel), "recent": list(state.recent),
                 "levels": [[level, count] for level, count in state.levels.items()],
-                "level_alerts": [[level, r.as_json()] for level, r in state.level_alerts.items()],
+                "level_alerts": [[level, problems[cid], r.as_json()] for (level, cid), r in state.level_alerts.items()
+                                 if cid in problems],
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
                               for cid, t in state.templates.items() if cid in clusters]}
         return {"version": STATE_VERSION, "sources": sources}
@@ -463,7 +491,7 @@ class AdaptiveThresholds:
     def load_state(self, data: dict) -> None:
         """Continue from ``state()``'s output (templates are mined again from their text)."""
         version = data.get("version")
-        if version not in (1, STATE_VERSION):
+        if version not in (1, 2, STATE_VERSION):
             raise ValueError(f"adaptive state version {version!r}, expected {STATE_VERSION}")
         self._sources.clear()
         for name, saved in data["sources"].items():
@@ -471,7 +499,6 @@ class AdaptiveThresholds:
             state.lines = int(saved["lines"])
             state.recent.extend(saved.get("recent", []))
             state.levels = {level: count for level, count in saved.get("levels", [])}
-            state.level_alerts = {level: Recurrence.from_json(r) for level, r in saved.get("level_alerts", [])}
             state.novel.extend(saved["novel"][-self.config.novel_history:])
             for item in saved.get("problems", []):
                 key = (state.problems.add_log_message(item["template"])["cluster_id"], item.get("words"))
@@ -479,6 +506,11 @@ class AdaptiveThresholds:
                     state.problem_normal[key] = state.problem_normal.get(key, 0) + item["normal"]
                 if item["alerts"]:
                     state.problem_alerts[key] = Recurrence.from_json(item["alerts"])
+            # versions 1 and 2 kept a level's recurrence for all its patterns at once: counted afresh
+            for entry in saved.get("level_alerts", []) if version == STATE_VERSION else []:
+                level, template, recurrence = entry
+                key = (level, state.problems.add_log_message(template)["cluster_id"])
+                state.level_alerts[key] = Recurrence.from_json(recurrence)
             for item in saved["templates"]:
                 cluster_id = state.miner.add_log_message(item["template"])["cluster_id"]
                 template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
