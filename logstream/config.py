@@ -141,18 +141,17 @@ class AdaptiveSettings(Section):
     problem_similarity: float = Field(0.7, gt=0, le=1, description="drain3 similarity of the patterns the "
                                       "problem rule compares ('Connection refused' and 'No such file' lines share "
                                       "most of their words)")
-    problem_routine_stretches: int = Field(50, ge=0, description="a problem pattern or rare level that has come "
-                                           "back in this many different stretches of `routine_gap` lines without "
-                                           "being learned as normal is routine for its source for good (0: never "
-                                           "for good). Stretches, not lines: one burst of 30 errors is one or two "
-                                           "comebacks (counting lines, five broker outages made the sixth silent: "
-                                           "measured)")
-    routine_episodes: int = Field(5, ge=0, description="a problem pattern or rare level whose lines fell in this "
-                                  "many different stretches of `routine_gap` lines within the source's last "
-                                  "`routine_window` lines is routine while it keeps coming back (a favicon 404 "
-                                  "every few lines); one that strikes now and then stays news (0 turns this off)")
+    problem_routine_episodes: int = Field(50, ge=0, description="a problem pattern or rare level that has come "
+                                          "back in this many episodes in all without being learned as normal is "
+                                          "routine for its source for good (0: never for good)")
+    routine_episodes: int = Field(5, ge=0, description="a problem pattern or rare level that came back in this "
+                                  "many episodes (bursts: its lines within `routine_gap` lines of each other) "
+                                  "within the source's last `routine_window` lines, or in one episode that lasted "
+                                  "`routine_episodes` x `routine_gap` lines (a favicon 404 every few lines), is "
+                                  "routine while it keeps coming back; one that strikes now and then stays news, "
+                                  "a burst alerts whole however many lines it has (0 turns this off)")
     routine_window: int = Field(1000, ge=1, description="lines of a source over which `routine_episodes` count")
-    routine_gap: int = Field(20, ge=1, description="lines of a source in one stretch")
+    routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
 

@@ -83,7 +83,7 @@ def judge_and_learn(adaptive: AdaptiveThresholds, line: str, score: float = 2.0,
 
 
 def test_a_problem_never_seen_in_a_normal_line_alerts_every_time_until_it_is_routine():
-    config = CONFIG.model_copy(update={"problem_routine_stretches": 5, "routine_episodes": 0})
+    config = CONFIG.model_copy(update={"problem_routine_episodes": 5, "routine_episodes": 0})
     adaptive = AdaptiveThresholds(config)
     feed(adaptive, "src", 300)
     refused = "connect() failed (<N3>: Connection refused) while connecting to upstream {}"
@@ -148,22 +148,29 @@ def test_a_problem_that_keeps_coming_back_is_routine_while_it_does():
     feed(adaptive, "src", 300)
     favicon = "open() \"/srv/www/favicon.ico\" failed (<N1>: No such file or directory)"
     verdicts = []
-    for i in range(200):  # a favicon 404 every 5 lines: 3 stretches of 10 lines in 30 lines
+    for i in range(200):  # a favicon 404 every 5 lines: one episode that goes on (gaps of 5 <= 10)
         verdicts.append(judge_and_learn(adaptive, favicon if i % 5 == 0 else "served page <N1>", level="INFO"))
     favicons = verdicts[::5]
-    assert [v.anomaly for v in favicons[:6]] == [True] * 5 + [False]  # the stretches 0, 0, 1, 1, 2
-    assert not any(v.anomaly for v in favicons[6:]) and all(v.routine for v in favicons[5:])
+    # routine once its episode has lasted 3 x 10 lines: the favicons at lines 0..30 alerted
+    assert [v.anomaly for v in favicons[:8]] == [True] * 7 + [False]
+    assert not any(v.anomaly for v in favicons[7:]) and all(v.routine for v in favicons[7:])
     for i in range(250):  # quiet longer than the window: news again (routine lines were not learned as normal)
         judge_and_learn(adaptive, "served page <N1>", level="INFO")
     assert judge_and_learn(adaptive, favicon, level="INFO").anomaly
-    # one burst of errors fills one or two stretches: it alerts whole
-    burst = [judge_and_learn(adaptive, "upstream timed out on {}".format(i % 3), level="ERROR") for i in range(12)]
+    # one burst of errors is one episode: it alerts whole
+    burst = [judge_and_learn(adaptive, "upstream timed out on {}".format(i % 3), level="ERROR") for i in range(25)]
     assert all(v.anomaly for v in burst)
+    # three bursts apart within the window: routine
+    for _ in range(2):
+        feed(adaptive, "src", 15)
+        judge_and_learn(adaptive, "upstream timed out on 1", level="ERROR")
+    feed(adaptive, "src", 15)
+    assert judge_and_learn(adaptive, "upstream timed out on 2", level="ERROR").routine
 
 
 def test_a_level_that_turns_out_routine_stops_alerting_though_its_lines_alerted():
-    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"problem_words": "", "problem_routine_stretches": 20,
-                                                            "routine_episodes": 0, "routine_gap": 10}))
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"problem_words": "", "problem_routine_episodes": 20,
+                                                            "routine_episodes": 0, "routine_gap": 5}))
     for i in range(400):  # a source that has written no WARN line so far
         judge_and_learn(adaptive, "request <N1> served", level="INFO")
     verdicts = [judge_and_learn(adaptive, "request <N1> served", level="WARN" if i % 10 == 0 else "INFO")
@@ -174,8 +181,9 @@ def test_a_level_that_turns_out_routine_stops_alerting_though_its_lines_alerted(
 
 
 def test_bursts_of_one_error_alert_whole_however_many_lines_they_held():
-    """An outage writes the same error many times at once; the next outage is news again (five bursts
-    of 30 lines made the sixth silent when the rule counted lines: measured, the worker's broker outages)."""
+    """An outage writes the same error many times at once; the next outage is news again (bursts of 30
+    lines made the next silent when the rule counted lines or stretches: measured, the worker's broker
+    outages)."""
     config = CONFIG.model_copy(update={"routine_window": 300})
     adaptive = AdaptiveThresholds(config)
     feed(adaptive, "src", 300)
@@ -184,9 +192,10 @@ def test_bursts_of_one_error_alert_whole_however_many_lines_they_held():
         verdicts = [judge_and_learn(adaptive, failed, level="ERROR") for _ in range(30)]
         assert all(v.anomaly for v in verdicts), burst
         feed(adaptive, "src", 400, seed=burst)  # quiet between outages, longer than routine_window
-    # one that keeps coming back in stretch after stretch is still routine for good
-    for i in range(config.problem_routine_stretches * config.routine_gap):
-        if i % config.routine_gap == 0:
+    # one that keeps coming back, episode after episode, is routine for good
+    spacing = config.routine_gap + 1
+    for i in range(config.problem_routine_episodes * spacing):
+        if i % spacing == 0:
             judge_and_learn(adaptive, failed, level="ERROR")
         else:
             judge_and_learn(adaptive, f"request {i % 3} served", level="INFO")
@@ -273,3 +282,25 @@ def test_rescoring_under_a_new_model_refills_score_histories_and_counts_nothing_
     old = next(t for t in before["templates"] if t["template"].startswith("session opened"))
     # the new model's scores join the history; the old model's stay until pushed out (a safe bar)
     assert session["scores"] == (old["scores"] + [0.2] * 40)[-CONFIG.history:]
+
+
+def test_a_routine_error_does_not_make_every_error_of_its_source_routine():
+    config = CONFIG.model_copy(update={"routine_gap": 5, "routine_episodes": 3, "routine_window": 200,
+                                       "problem_words": ""})  # the rare-level rule alone
+    adaptive = AdaptiveThresholds(config)
+    feed(adaptive, "src", 300)
+    for _ in range(4):  # the same ERROR in four bursts: routine
+        judge_and_learn(adaptive, "cache refresh slow on shard <N1>", level="ERROR")
+        feed(adaptive, "src", 10)
+    assert judge_and_learn(adaptive, "cache refresh slow on shard <N1>", level="ERROR").routine
+    new_error = judge_and_learn(adaptive, "replica lag above limit on node <N1>", level="ERROR")
+    assert new_error.anomaly and new_error.how == RARE_LEVEL
+
+
+def test_a_problem_word_naming_a_field_is_a_setting():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    request = "Request to <IP>: ProduceRequest_v<N1>(required_acks=-<N1>, timeout=<N5>, topics=[])"
+    assert not judge_and_learn(adaptive, request, level="DEBUG").anomaly
+    assert not judge_and_learn(adaptive, 'reply {"error": null, "items": <N1>}', level="INFO").anomaly
+    assert judge_and_learn(adaptive, "request to <IP> failed: timeout after <N2> s", level="INFO").anomaly

@@ -47,13 +47,14 @@ source has shown, per template:
   surprise reads like any other new message's, and the first of them teaches nothing (they were
   never normal).
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
-  while it does: when its lines fell in ``routine_episodes`` different stretches of ``routine_gap``
-  source lines within the source's last ``routine_window`` lines (or ``problem_routine_stretches``
-  stretches in all), it does not alert. A favicon 404 logged as an ERROR every few lines is routine
-  within about a hundred lines; one burst of errors (an upstream down for a minute) fills one or
-  two stretches and alerts whole; an error that strikes now and then stays news. Routine lines are
-  not learned as normal problems: once a pattern has been quiet for ``routine_window`` lines it is
-  news again.
+  while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
+  ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
+  or in one episode that has lasted ``routine_episodes`` x ``routine_gap`` lines, or in
+  ``problem_routine_episodes`` episodes in all, it does not alert. A favicon 404 logged as an ERROR
+  every few lines is routine within about a hundred lines; one burst of errors (an upstream down
+  for a minute) alerts whole however many lines it has, and the next burst is news again; an error
+  that strikes now and then stays news. Routine lines are not learned as normal problems: once a
+  pattern has been quiet for ``routine_window`` lines it is news again.
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
   the scores of the lines it was marked on.
 
@@ -94,7 +95,8 @@ UNSEEN_PROBLEM = "unseen problem"
 LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
 QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
 # a quoted string (one cut off by the end of the line too): a payload echoed inside a line
-QUOTED = re.compile(r"'[^']*(?:'|$)|\"[^\"]*(?:\"|$)")
+# (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
+QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
 
 
 @dataclass
@@ -123,39 +125,50 @@ class _Template:
 @dataclass
 class Recurrence:
     """How a problem pattern (or a rare level) keeps coming back without being learned as normal: its
-    lines, and the latest different stretches of ``routine_gap`` source lines it showed up in."""
+    lines and its latest episodes, each a burst of its lines within ``routine_gap`` source lines of one
+    another. Episodes, not lines or fixed stretches: a broker outage writes one error thirty times
+    at once, and the next outage is news again (counting stretches of 20 lines, three outages made
+    the fourth silent: measured, the worker's ``OffsetCommit failed`` bursts)."""
 
     lines: int = 0
-    stretches: deque = field(default_factory=deque)  # source line count // routine_gap, the latest first last
-    comebacks: int = 0  # different stretches it showed up in, in all
+    episodes: deque = field(default_factory=deque)  # [first line, last line] (source line counts), latest last
+    comebacks: int = 0  # episodes in all
 
     def add(self, at: int, config: AdaptiveSettings) -> None:
         self.lines += 1
-        stretch = at // config.routine_gap
-        if not self.stretches or self.stretches[-1] != stretch:
-            self.comebacks += 1
-            self.stretches.append(stretch)
-            while len(self.stretches) > max(config.routine_episodes, 1):
-                self.stretches.popleft()
+        if self.episodes and at - self.episodes[-1][1] <= config.routine_gap:
+            self.episodes[-1][1] = at
+            return
+        self.comebacks += 1
+        self.episodes.append([at, at])
+        while len(self.episodes) > max(config.routine_episodes, 1):
+            self.episodes.popleft()
 
     def routine(self, now: int, config: AdaptiveSettings) -> bool:
-        """Whether it keeps coming back: in enough different stretches lately, or in all."""
-        if config.problem_routine_stretches and self.comebacks >= config.problem_routine_stretches:
+        """Whether it keeps coming back: in enough episodes lately, in one that does not end, or in all."""
+        if config.problem_routine_episodes and self.comebacks >= config.problem_routine_episodes:
             return True
-        episodes = config.routine_episodes
-        oldest = (now - config.routine_window) // config.routine_gap
-        return bool(episodes) and len(self.stretches) >= episodes and self.stretches[0] > oldest
+        if not config.routine_episodes or not self.episodes:
+            return False
+        oldest = now - config.routine_window
+        if len(self.episodes) >= config.routine_episodes and self.episodes[0][1] > oldest:
+            return True
+        first, last = self.episodes[-1]
+        return last > oldest and last - first >= config.routine_episodes * config.routine_gap
 
     def as_json(self) -> dict:
-        return {"lines": self.lines, "stretches": list(self.stretches), "comebacks": self.comebacks}
+        return {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks}
 
     @classmethod
-    def from_json(cls, data) -> "Recurrence":
+    def from_json(cls, data, gap: int = 20) -> "Recurrence":
         if isinstance(data, int):  # state version 1 kept only a count
             return cls(lines=data, comebacks=data)
-        stretches = deque(data.get("stretches", []))
-        # state saved before comebacks were counted: at least its latest stretches
-        return cls(int(data["lines"]), stretches, int(data.get("comebacks", len(stretches))))
+        if "episodes" in data:
+            return cls(int(data["lines"]), deque([list(e) for e in data["episodes"]]), int(data["comebacks"]))
+        # versions 2 and 3 before episodes kept stretches of ``gap`` lines: one episode each
+        stretches = data.get("stretches", [])
+        return cls(int(data["lines"]), deque([[s * gap, s * gap] for s in stretches]),
+                   int(data.get("comebacks", len(stretches))))
 
 
 @dataclass
@@ -202,7 +215,9 @@ class AdaptiveThresholds:
     def __init__(self, config: AdaptiveSettings = AdaptiveSettings()):
         self.config = config
         self._sources: OrderedDict[str, _Source] = OrderedDict()
-        self._problem_words = re.compile(config.problem_words, re.IGNORECASE) if config.problem_words else None
+        # a problem word that names a field (``timeout=30000``, ``"error": null``) is a setting, not a verdict
+        self._problem_words = (re.compile(rf"(?:{config.problem_words})(?!\s*=|[\"']\s*:)", re.IGNORECASE)
+                               if config.problem_words else None)
         self._rescoring: set[str] = set()  # sources whose score histories are being re-learned
 
     # -- deciding -------------------------------------------------------------------------------
@@ -505,12 +520,12 @@ class AdaptiveThresholds:
                 if item["normal"]:
                     state.problem_normal[key] = state.problem_normal.get(key, 0) + item["normal"]
                 if item["alerts"]:
-                    state.problem_alerts[key] = Recurrence.from_json(item["alerts"])
+                    state.problem_alerts[key] = Recurrence.from_json(item["alerts"], self.config.routine_gap)
             # versions 1 and 2 kept a level's recurrence for all its patterns at once: counted afresh
             for entry in saved.get("level_alerts", []) if version == STATE_VERSION else []:
                 level, template, recurrence = entry
                 key = (level, state.problems.add_log_message(template)["cluster_id"])
-                state.level_alerts[key] = Recurrence.from_json(recurrence)
+                state.level_alerts[key] = Recurrence.from_json(recurrence, self.config.routine_gap)
             for item in saved["templates"]:
                 cluster_id = state.miner.add_log_message(item["template"])["cluster_id"]
                 template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
