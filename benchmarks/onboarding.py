@@ -36,6 +36,7 @@ from cache_bench_setup import describe_machine  # noqa: E402 (next to this scrip
 
 from logstream.canonical import Canonicalizer
 from logstream.config import Settings
+from logstream.scoring.adaptive import level_key
 from logstream.scoring.scorer import load_scorer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -360,7 +361,11 @@ def main(argv=None) -> int:
                                     "score": round(scored.score, 3), "threshold": scored.threshold,
                                     "aggregates": {k: round(x, 3) for k, x in scored.aggregates.items()},
                                     "how": v.how if v else None, "template": v.template if v else None,
-                                    "masked": scored.masked}) + "\n")
+                                    "masked": scored.masked, "text": line.text,
+                                    "fmt": scored.canonical.format if scored.canonical else None,
+                                    "level": level_key(scored.canonical.level, scored.canonical.event)
+                                    if scored.canonical else None,
+                                    "lp": [round(float(x), 3) for x in scored.logprobs]}) + "\n")
     perf["throughput"] = throughput_while_training(stream, args.batch) if args.adapt else None
     args.out.mkdir(parents=True, exist_ok=True)
     plot(results, args.out / f"{args.report}.png")

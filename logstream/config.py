@@ -141,7 +141,7 @@ class AdaptiveSettings(Section):
     problem_similarity: float = Field(0.7, gt=0, le=1, description="drain3 similarity of the patterns the "
                                       "problem rule compares ('Connection refused' and 'No such file' lines share "
                                       "most of their words)")
-    problem_routine_episodes: int = Field(50, ge=0, description="a problem pattern or rare level that has come "
+    problem_routine_episodes: int = Field(20, ge=0, description="a problem pattern or rare level that has come "
                                           "back in this many episodes in all without being learned as normal is "
                                           "routine for its source for good (0: never for good)")
     routine_episodes: int = Field(5, ge=0, description="a problem pattern or rare level that came back in this "

@@ -304,3 +304,16 @@ def test_a_problem_word_naming_a_field_is_a_setting():
     assert not judge_and_learn(adaptive, request, level="DEBUG").anomaly
     assert not judge_and_learn(adaptive, 'reply {"error": null, "items": <N1>}', level="INFO").anomaly
     assert judge_and_learn(adaptive, "request to <IP> failed: timeout after <N2> s", level="INFO").anomaly
+
+
+def test_a_problem_logged_for_a_whole_window_is_routine_for_good():
+    config = CONFIG.model_copy(update={"routine_gap": 5, "routine_episodes": 3, "routine_window": 100})
+    adaptive = AdaptiveThresholds(config)
+    feed(adaptive, "src", 300)
+    corrected = "instruction cache parity error corrected"
+    for i in range(120):  # every other line for 120 lines: one episode longer than the window
+        judge_and_learn(adaptive, corrected if i % 2 == 0 else "served page <N1>", level="INFO")
+    feed(adaptive, "src", 300)  # quiet for three windows
+    assert not judge_and_learn(adaptive, corrected, level="INFO").anomaly  # still routine: chronic
+    other = judge_and_learn(adaptive, "data cache parity error uncorrectable", level="INFO")
+    assert other.anomaly

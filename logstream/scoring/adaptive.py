@@ -49,8 +49,10 @@ source has shown, per template:
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
   ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
-  or in one episode that has lasted ``routine_episodes`` x ``routine_gap`` lines, or in
-  ``problem_routine_episodes`` episodes in all, it does not alert. A favicon 404 logged as an ERROR
+  or in one episode that has lasted ``routine_episodes`` x ``routine_gap`` lines, it does not
+  alert; after ``problem_routine_episodes`` episodes in all, or one episode that went on for
+  ``routine_window`` lines (a chronic condition: a corrected parity error logged for hours), it is
+  routine for good. A favicon 404 logged as an ERROR
   every few lines is routine within about a hundred lines; one burst of errors (an upstream down
   for a minute) alerts whole however many lines it has, and the next burst is news again; an error
   that strikes now and then stays news. Routine lines are not learned as normal problems: once a
@@ -133,11 +135,13 @@ class Recurrence:
     lines: int = 0
     episodes: deque = field(default_factory=deque)  # [first line, last line] (source line counts), latest last
     comebacks: int = 0  # episodes in all
+    chronic: bool = False  # one of its episodes went on for ``routine_window`` lines: routine for good
 
     def add(self, at: int, config: AdaptiveSettings) -> None:
         self.lines += 1
         if self.episodes and at - self.episodes[-1][1] <= config.routine_gap:
             self.episodes[-1][1] = at
+            self.chronic = self.chronic or at - self.episodes[-1][0] >= config.routine_window
             return
         self.comebacks += 1
         self.episodes.append([at, at])
@@ -146,7 +150,7 @@ class Recurrence:
 
     def routine(self, now: int, config: AdaptiveSettings) -> bool:
         """Whether it keeps coming back: in enough episodes lately, in one that does not end, or in all."""
-        if config.problem_routine_episodes and self.comebacks >= config.problem_routine_episodes:
+        if self.chronic or (config.problem_routine_episodes and self.comebacks >= config.problem_routine_episodes):
             return True
         if not config.routine_episodes or not self.episodes:
             return False
@@ -157,14 +161,16 @@ class Recurrence:
         return last > oldest and last - first >= config.routine_episodes * config.routine_gap
 
     def as_json(self) -> dict:
-        return {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks}
+        return {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks,
+                "chronic": self.chronic}
 
     @classmethod
     def from_json(cls, data, gap: int = 20) -> "Recurrence":
         if isinstance(data, int):  # state version 1 kept only a count
             return cls(lines=data, comebacks=data)
         if "episodes" in data:
-            return cls(int(data["lines"]), deque([list(e) for e in data["episodes"]]), int(data["comebacks"]))
+            return cls(int(data["lines"]), deque([list(e) for e in data["episodes"]]), int(data["comebacks"]),
+                       bool(data.get("chronic", False)))
         # versions 2 and 3 before episodes kept stretches of ``gap`` lines: one episode each
         stretches = data.get("stretches", [])
         return cls(int(data["lines"]), deque([[s * gap, s * gap] for s in stretches]),
