@@ -339,3 +339,23 @@ def test_lm_live_alerts_where_the_service_would(tmp_path):
     assert labels.sum() == 1 and margins[labels == 1][0] > detector.threshold == 0.0
     assert (margins[labels == 0] <= 0).mean() > 0.99  # nearly every normal line stays quiet
     assert not (margins < COLD_MARGIN / 2).any()  # the training part warmed the source: no cold start left
+
+
+def test_eval_without_progress_shows_no_bar_even_while_training_a_model(tmp_path, capsys, monkeypatch):
+    import tqdm.std
+    from transformers.utils import logging as transformers_logging
+
+    from logstream.cli import main
+
+    monkeypatch.setenv("LOGSTREAM_EVAL_CACHE", str(tmp_path / "models"))  # nothing cached: a model is trained
+    # the switch is for the whole process: put every bar back for the tests after this one
+    monkeypatch.setattr(tqdm.std.tqdm, "__init__", tqdm.std.tqdm.__init__)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    try:
+        assert main(["eval", str(SPECS / "hdfs_blocks.yaml"), "--out", str(tmp_path), "--no-progress",
+                     "--lm-steps", "2", "--detectors", "lm", "--lm-aggregates", "mean"]) == 0
+    finally:
+        transformers_logging.enable_progress_bar()
+    assert any((tmp_path / "models").iterdir())
+    err = capsys.readouterr().err
+    assert "training" not in err and "it/s" not in err and "step/s" not in err, err[-500:]

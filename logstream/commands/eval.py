@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from functools import partial
 
@@ -32,8 +31,10 @@ def _factory(settings, args, spec, split_name):
 
 
 def run(args, settings) -> int:
-    if args.no_progress:  # before tqdm is imported: it reads its defaults from the environment then
-        os.environ["TQDM_DISABLE"] = "1"
+    if args.no_progress:
+        from logstream.progress import silence_progress_bars
+
+        silence_progress_bars()
     from logstream.evaluation.harness import run_evaluation
     from logstream.evaluation.report import markdown
     from logstream.evaluation.spec import load_spec
