@@ -317,3 +317,13 @@ def test_a_problem_logged_for_a_whole_window_is_routine_for_good():
     assert not judge_and_learn(adaptive, corrected, level="INFO").anomaly  # still routine: chronic
     other = judge_and_learn(adaptive, "data cache parity error uncorrectable", level="INFO")
     assert other.anomaly
+
+
+def test_a_problem_word_inside_a_name_is_a_name():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    for line in ("status installed libgpg-error-dev:amd<N2> <N1>.<N2>-<N1>", "serving /srv/errors/<N3>.html",
+                 "rotated error.log to error.log.<N1>"):
+        assert not judge_and_learn(adaptive, line, level=None).anomaly, line
+    for line in ("dpkg: error processing package foo (--configure):", "upload failed.", "[error] disk full"):
+        assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line

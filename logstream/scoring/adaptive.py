@@ -221,9 +221,11 @@ class AdaptiveThresholds:
     def __init__(self, config: AdaptiveSettings = AdaptiveSettings()):
         self.config = config
         self._sources: OrderedDict[str, _Source] = OrderedDict()
-        # a problem word that names a field (``timeout=30000``, ``"error": null``) is a setting, not a verdict
-        self._problem_words = (re.compile(rf"(?:{config.problem_words})(?!\s*=|[\"']\s*:)", re.IGNORECASE)
-                               if config.problem_words else None)
+        # a problem word that names a field (``timeout=30000``, ``"error": null``) is a setting, and one
+        # inside a name (the package ``libgpg-error-dev``, ``/srv/errors/``, ``error.log``) is a name: not
+        # verdicts (measured: every line of a real dpkg.log about libgpg-error-dev alerted)
+        self._problem_words = (re.compile(rf"(?<![-./])(?:{config.problem_words})(?![-/]|\.\w|\s*=|[\"']\s*:)",
+                                          re.IGNORECASE) if config.problem_words else None)
         self._rescoring: set[str] = set()  # sources whose score histories are being re-learned
 
     # -- deciding -------------------------------------------------------------------------------
