@@ -148,9 +148,12 @@ class AdaptiveSettings(Section):
                                   "many episodes (bursts: its lines within `routine_gap` lines of each other) "
                                   "within the source's last `routine_window` lines, or in one episode that lasted "
                                   "`routine_episodes` x `routine_gap` lines (a favicon 404 every few lines), is "
-                                  "routine while it keeps coming back; one that strikes now and then stays news, "
-                                  "a burst alerts whole however many lines it has (0 turns this off)")
+                                  "routine while it keeps coming back; one that strikes now and then stays news "
+                                  "(0 turns this off)")
     routine_window: int = Field(1000, ge=1, description="lines of a source over which `routine_episodes` count")
+    episode_alerts: int = Field(3, ge=0, description="lines of one burst of a problem pattern that alert; the rest "
+                                "of the burst is the same news (not learned as normal; the burst still counts as "
+                                "one episode). 0: every line of a burst alerts")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")

@@ -54,7 +54,9 @@ source has shown, per template:
   ``routine_window`` lines (a chronic condition: a corrected parity error logged for hours), it is
   routine for good. A favicon 404 logged as an ERROR
   every few lines is routine within about a hundred lines; one burst of errors (an upstream down
-  for a minute) alerts whole however many lines it has, and the next burst is news again; an error
+  for a minute) alerts its first ``episode_alerts`` lines, however many lines it has (the rest is
+  the same news: a 784-line burst of one HDFS WARN, each line about another block, alerted 92
+  blocks when every line of a burst alerted: measured), and the next burst is news again; an error
   that strikes now and then stays news. Routine lines are not learned as normal problems: once a
   pattern has been quiet for ``routine_window`` lines it is news again.
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
@@ -133,7 +135,7 @@ class Recurrence:
     the fourth silent: measured, the worker's ``OffsetCommit failed`` bursts)."""
 
     lines: int = 0
-    episodes: deque = field(default_factory=deque)  # [first line, last line] (source line counts), latest last
+    episodes: deque = field(default_factory=deque)  # [first line, last line (source line counts), its lines]
     comebacks: int = 0  # episodes in all
     chronic: bool = False  # one of its episodes went on for ``routine_window`` lines: routine for good
 
@@ -141,10 +143,11 @@ class Recurrence:
         self.lines += 1
         if self.episodes and at - self.episodes[-1][1] <= config.routine_gap:
             self.episodes[-1][1] = at
+            self.episodes[-1][2] += 1
             self.chronic = self.chronic or at - self.episodes[-1][0] >= config.routine_window
             return
         self.comebacks += 1
-        self.episodes.append([at, at])
+        self.episodes.append([at, at, 1])
         while len(self.episodes) > max(config.routine_episodes, 1):
             self.episodes.popleft()
 
@@ -157,8 +160,16 @@ class Recurrence:
         oldest = now - config.routine_window
         if len(self.episodes) >= config.routine_episodes and self.episodes[0][1] > oldest:
             return True
-        first, last = self.episodes[-1]
+        first, last, _ = self.episodes[-1]
         return last > oldest and last - first >= config.routine_episodes * config.routine_gap
+
+    def burst_told(self, now: int, config: AdaptiveSettings) -> int | None:
+        """Lines its ongoing episode has had once they are ``episode_alerts`` or more (the news is told:
+        the rest of the burst is the same news), else None."""
+        if not config.episode_alerts or not self.episodes:
+            return None
+        _, last, lines = self.episodes[-1]
+        return lines if now - last <= config.routine_gap and lines >= config.episode_alerts else None
 
     def as_json(self) -> dict:
         return {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks,
@@ -173,7 +184,7 @@ class Recurrence:
                        bool(data.get("chronic", False)))
         # versions 2 and 3 before episodes kept stretches of ``gap`` lines: one episode each
         stretches = data.get("stretches", [])
-        return cls(int(data["lines"]), deque([[s * gap, s * gap] for s in stretches]),
+        return cls(int(data["lines"]), deque([[s * gap, s * gap, 1] for s in stretches]),
                    int(data.get("comebacks", len(stretches))))
 
 
@@ -244,18 +255,19 @@ class AdaptiveThresholds:
         state = self._sources[source]
         share = self._level_share(state, level)
         if verdict.how != COLD and share is not None and share < self.config.rare_level_share:
-            if self._routine(state, state.level_alerts.get(self._level_pattern(state, masked, level))):
-                verdict.routine = f"{level} lines keep coming back"
+            held_back = self._held_back(state, state.level_alerts.get(self._level_pattern(state, masked, level)))
+            if held_back:
+                verdict.routine = f"{level} lines: the pattern {held_back}"
             else:
                 return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
                                f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                                f"(under {100 * self.config.rare_level_share:g}%)")
-        problem, routine = self._unseen_problem(state, masked, level)  # from a source's first line on
-        if problem is not None and not routine:
+        problem, held_back = self._unseen_problem(state, masked, level)  # from a source's first line on
+        if problem is not None and not held_back:
             return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
                            f"{problem}, in a pattern this source has never shown in a normal line")
-        if routine:
-            verdict.routine = f"{problem}, in a pattern that keeps coming back"
+        if held_back:
+            verdict.routine = f"{problem}, in a pattern that {held_back}"
         if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
             return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
                            f"the model's calibrated threshold, which holds on this source (at most "
@@ -302,22 +314,29 @@ class AdaptiveThresholds:
             cluster_id = cluster.cluster_id
         return cluster_id, " ".join(sorted(self._problem_words_in(masked, level)))
 
-    def _unseen_problem(self, state: _Source, masked: str, level: str | None) -> tuple[str | None, bool]:
-        """(why this line is a problem never seen in a normal line of its source, or None; whether it
-        is one that keeps coming back, the source's routine: ``Recurrence``)."""
+    def _unseen_problem(self, state: _Source, masked: str, level: str | None) -> tuple[str | None, str | None]:
+        """(why this line is a problem never seen in a normal line of its source, or None; why it is held
+        back, or None: it keeps coming back, or its burst has told the news: ``_held_back``)."""
         why = self._reads_as_problem(masked, level)
         if why is None:
-            return None, False
+            return None, None
         key = self._problem_key(state, masked, level=level)
         if key is None:
-            return why, False
+            return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
-            return None, False
-        return why, self._routine(state, state.problem_alerts.get(key))
+            return None, None
+        return why, self._held_back(state, state.problem_alerts.get(key))
 
-    def _routine(self, state: _Source, recurrence: Recurrence | None) -> bool:
-        """Whether a level or problem pattern keeps alerting often enough to be the source's routine."""
-        return recurrence is not None and recurrence.routine(state.lines, self.config)
+    def _held_back(self, state: _Source, recurrence: Recurrence | None) -> str | None:
+        """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
+        coming back often enough to be the source's routine, or its ongoing burst has already alerted
+        ``episode_alerts`` lines (the rest of a burst is the same news)."""
+        if recurrence is None:
+            return None
+        if recurrence.routine(state.lines, self.config):
+            return "keeps coming back"
+        told = recurrence.burst_told(state.lines, self.config)
+        return f"alerted {told} lines of this burst" if told else None
 
     def _level_share(self, state: _Source, level: str | None) -> float | None:
         """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
