@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -106,3 +107,26 @@ def test_score_prints_a_range_of_lines_and_the_top_alerts(capsys):
     assert len(rows) <= 2 and all(r["anomaly"] for r in rows)
     margins = [r["score"] - (r["threshold"] or 0.0) for r in rows]  # no threshold yet: a rule's alert
     assert margins == sorted(margins, reverse=True)
+
+
+def test_score_learns_a_known_good_log_as_normal(tmp_path, capsys):
+    """``--normal``: a healthy period's lines are learned whatever they read as, so the ERROR that is routine
+    there does not alert in the file scored after it; without it, the same ERROR alerts."""
+    from logstream.cli import main
+
+    def line(i: int, text: str) -> str:
+        return f"2026-12-01T10:{i // 60:02d}:{i % 60:02d}Z {text}\n"
+
+    healthy = tmp_path / "healthy.log"
+    healthy.write_text("".join(line(i, f"ERROR app: cache refresh slow on shard {i % 7}" if i % 40 == 0
+                                    else f"INFO app: request {i} served in {i % 13} ms") for i in range(400)))
+    today = tmp_path / "today.log"
+    today.write_text("".join(line(i, "ERROR app: cache refresh slow on shard 3" if i == 30
+                                  else f"INFO app: request {i} served in {i % 11} ms") for i in range(60)))
+    assert main(["score", str(today), "--json", "--no-adapt"]) == 0
+    alone = [r for r in map(json.loads, capsys.readouterr().out.splitlines()) if "cache refresh" in r["line"]]
+    assert alone and alone[0]["anomaly"]
+    assert main(["score", str(today), "--json", "--no-adapt", "--normal", str(healthy)]) == 0
+    rows = [json.loads(r) for r in capsys.readouterr().out.splitlines()]
+    assert not any("cache refresh" in r["line"] for r in rows)  # learned as normal: no alert
+    assert all(r["where"].startswith(str(today)) for r in rows)  # the baseline is never printed

@@ -59,6 +59,9 @@ def in_range(number: int, stamp: str | None, since, until) -> tuple[bool, bool]:
 def add_arguments(p):
     add_format_argument(p)
     p.add_argument("files", nargs="+", help="log files, read in order")
+    p.add_argument("--normal", nargs="+", default=[], metavar="FILE", help="known-good logs (a healthy period of "
+                   "the same sources), read first: every line is learned as normal, whatever it reads as (an ERROR "
+                   "that is routine there does not alert later), and none is printed")
     p.add_argument("--stream-key", help="regex keying streams inside lines (group 1 or whole match)")
     p.add_argument("--all", action="store_true", help="print every line's score, not only anomalies")
     p.add_argument("--top", type=int, metavar="N", help="print only the N alerts most over their threshold, "
@@ -116,11 +119,13 @@ def run(args, settings) -> int:
         mark = "ALERT" if scored.is_anomaly else "     "
         return f"{mark} {scored.score:7.3f} {where} {line}" + (f"\n      {summary}" if summary else "")
 
-    def emit(batch):
+    def emit(batch, known_normal: bool = False):
         nonlocal flagged, total, scorer, explainer
         entries = [(s, l) for s, l, _, _ in batch]
-        results = scorer.score(entries)
+        results = scorer.score(entries, known_normal)
         for (stream, line, where, number), scored in zip(batch, results):
+            if known_normal:
+                continue
             inside, _ = in_range(number, scored.canonical.timestamp if scored.canonical else None, args.since,
                                  args.until)
             if not inside:
@@ -141,24 +146,28 @@ def run(args, settings) -> int:
                 print(f"fine-tuned on {', '.join(adaptation.rounds[-1]['sources'])}: now model "
                       f"{scorer.model_version}", file=sys.stderr)
 
-    try:
+    def read(paths: list[str], known_normal: bool = False) -> None:
         batch = []
-        for path in args.files:
+        for path in paths:
             with open(path, encoding="utf-8", errors="replace") as f:
                 for number, raw in enumerate(f, 1):
                     line = raw.rstrip("\r\n")
                     if not line.strip():
                         continue
-                    if isinstance(args.until, int) and number > args.until:
+                    if not known_normal and isinstance(args.until, int) and number > args.until:
                         break
                     key = key_of(key_re, line) if key_re else None
                     stream = key if key is not None else path
                     batch.append((stream, line, f"{path}:{number}", number))
                     if len(batch) >= args.batch:
-                        emit(batch)
+                        emit(batch, known_normal)
                         batch = []
         if batch:
-            emit(batch)
+            emit(batch, known_normal)
+
+    try:
+        read(args.normal, known_normal=True)
+        read(args.files)
     finally:
         if temporary is not None:
             temporary.cleanup()

@@ -225,10 +225,10 @@ class LiveDetector:
     """``lm-live``: the service's own decision: thresholds adapting online (``scoring.adaptive``) and,
     with ``adapt.enabled``, rounds of continual fine-tuning where the worker would start them.
 
-    The scorer first reads the split's normal training and calibration lines in order, as the service
-    would have before the test part (windows and adaptive thresholds warm), then the test part in
-    order, still adapting: it learns from every test line it does not alert on, as the service does,
-    never from a label. A line's score is its margin over the threshold in force, moved above every
+    The scorer first reads the split's normal training and calibration lines in order as a known-good
+    baseline (``logstream score --normal``: each learned as normal, whatever it reads as), so windows
+    and adaptive thresholds are warm, then the test part in order, still adapting: it learns from
+    every test line it does not alert on, as the service does, never from a label. A line's score is its margin over the threshold in force, moved above every
     other line's where the service alerted (``live_margin``), so the harness's threshold of 0 alerts
     exactly where the service alerts; best F1 and the curves rank the margins.
     """
@@ -257,7 +257,7 @@ class LiveDetector:
         with tempfile.TemporaryDirectory(prefix="logstream-eval-adapt-") as store:
             adaptation = (InlineAdaptation(self.settings, ModelStore(store, self.shared.model_dir))
                           if self.settings.adapt.enabled and scorer.adaptive is not None else None)
-            scorer, _ = self._replay(scorer, adaptation, self._history, "live (history)")
+            scorer, _ = self._replay(scorer, adaptation, self._history, "live (history)", known_normal=True)
             scorer, scored = self._replay(scorer, adaptation, entries, "live")
             self.rounds = adaptation.rounds if adaptation else []
         return np.array([live_margin(s) for s in scored], dtype=np.float64)
@@ -287,13 +287,13 @@ class LiveDetector:
         return out
 
     @staticmethod
-    def _replay(scorer, adaptation, entries: list[LogEntry], what: str, batch: int = 64):
+    def _replay(scorer, adaptation, entries: list[LogEntry], what: str, batch: int = 64, known_normal: bool = False):
         from tqdm.auto import tqdm
 
         out = []
         for at in tqdm(range(0, len(entries), batch), desc=f"scoring ({what})", unit="batch", leave=False):
             pairs = [(e.stream, e.line) for e in entries[at:at + batch]]
-            scored = scorer.score(pairs)
+            scored = scorer.score(pairs, known_normal)
             out += scored
             if adaptation is not None:
                 scorer = adaptation.after_batch(scorer, pairs, scored)

@@ -94,6 +94,7 @@ NOVEL = "new template"
 FEEDBACK = "marked normal"
 RARE_LEVEL = "rare level"
 UNSEEN_PROBLEM = "unseen problem"
+BASELINE = "baseline"  # a line of a known-good log, learned as normal (``LineScorer.judge``)
 # levels that are not a sign of trouble by themselves; any other (WARN, ERROR, FATAL, or a level word a
 # format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
 LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
@@ -109,7 +110,7 @@ class Verdict:
 
     anomaly: bool
     threshold: float | None
-    how: str  # cold start | template | new template | marked normal | fixed
+    how: str  # cold start | template | new template | marked normal | rare level | unseen problem | calibrated | baseline
     template: str | None = None
     template_id: int | None = None
     source: str | None = None
@@ -299,7 +300,8 @@ class AdaptiveThresholds:
         the pattern, and a 404 for a path never asked before is no news."""
         words = self._problem_words_in(masked, level)
         if level is not None and " " not in level and level not in LOW_LEVELS:
-            return f"a {level} line" + (" with the words " + ", ".join(map(repr, words[:3])) if words else "")
+            article = "an" if level[:1] in "AEIOU" else "a"
+            return f"{article} {level} line" + (" with the words " + ", ".join(map(repr, words[:3])) if words else "")
         return "the words " + ", ".join(repr(word) for word in words[:3]) if words else None
 
     def _problem_key(self, state: _Source, masked: str, add: bool = False,

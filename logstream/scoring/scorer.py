@@ -15,7 +15,7 @@ import torch
 from ..cache import Chunk, EngineConfig, StreamingEngine
 from ..canonical import CanonicalLine, Canonicalizer, normalize_level, read_whole
 from ..model import LoadedModel, load_model
-from .adaptive import AdaptiveThresholds, Verdict, level_key
+from .adaptive import BASELINE, AdaptiveThresholds, Verdict, level_key
 from .aggregate import AGGREGATES, all_aggregates
 from .card import Calibration, ModelCard
 from .masking import LineMasker
@@ -128,15 +128,17 @@ class LineScorer:
             return None, None
         return self.calibration.threshold, self.calibration.warmup_threshold
 
-    def score(self, entries: list[tuple[str, str]] | list[tuple[str, str, str | None]]) -> list[LineScore]:
+    def score(self, entries: list[tuple[str, str]] | list[tuple[str, str, str | None]],
+              known_normal: bool = False) -> list[LineScore]:
         """Score lines given as (stream, line) or (stream, line, level given apart) in arrival order.
 
         All lines of one stream in the batch go to the engine as one chunk (one row of one forward
         pass, not one pass per line); the per-token results are cut back into lines afterwards.
+        ``known_normal``: the lines are a known-good baseline (``judge``).
         """
         out = self.model_scores([(entry[0], *self.encode(*entry)) for entry in entries])
         if self.adaptive is not None:
-            self.judge(out)
+            self.judge(out, known_normal)
         return out
 
     def model_scores(self, encoded: list[tuple[str, CanonicalLine, str, list[int]]]) -> list[LineScore]:
@@ -186,14 +188,19 @@ class LineScorer:
         self.adaptive.mark_normal(source, masked, score)
         return source
 
-    def judge(self, scored: list[LineScore]) -> None:
+    def judge(self, scored: list[LineScore], known_normal: bool = False) -> None:
         """Judge each line against its source's recent normal lines, in arrival order, and learn from it
-        (the adaptive thresholds' part of ``score``; sets ``verdict`` and ``threshold``)."""
+        (the adaptive thresholds' part of ``score``; sets ``verdict`` and ``threshold``).
+        ``known_normal``: the lines are a known-good baseline (a log of a healthy period): none alerts,
+        each is learned as normal whatever it reads as, its problem words and level included."""
         for line in scored:
             source = self.source_of(line.stream, line.canonical)
             level = level_key(line.canonical.level, line.canonical.event) if line.canonical is not None else None
             line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold,
                                                level=level)
+            if known_normal:
+                line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None,
+                                       note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly:
                 self.adaptive.seen(source, line.score, line.masked, level=level)
