@@ -113,6 +113,23 @@ def _access_level(groups: dict) -> None:
         groups["event"] = f"status {status}"
 
 
+# redis's level characters (server.c, serverLogRaw): . debug, - verbose, * notice, # warning; and the role
+# of the process that wrote the line: X sentinel, C a forked child (saves, rewrites), S replica, M master
+REDIS_LEVELS = {".": "DEBUG", "-": "INFO", "*": "NOTICE", "#": "WARN"}
+REDIS_ROLES = {"X": "sentinel", "C": "child", "S": "replica", "M": "master"}
+
+
+def _redis(groups: dict) -> None:
+    groups["level"] = REDIS_LEVELS[groups["level"]]
+    groups["component"] = REDIS_ROLES.get(groups.pop("role"), None) or ""
+
+
+def _bind_level(groups: dict) -> None:
+    """BIND writes debug levels as ``debug 3``: one DEBUG."""
+    if groups.get("level", "").startswith("debug"):
+        groups["level"] = "DEBUG"
+
+
 # --- the formats, most specific first -----------------------------------------------------------
 
 FORMATS: tuple[LogFormat, ...] = (
@@ -196,6 +213,32 @@ FORMATS: tuple[LogFormat, ...] = (
         rf"^(?P<client>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<timestamp>\d{{2}}/{MONTH}/\d{{4}}:\d{{2}}:\d{{2}}:"
         r"\d{2} [+-]\d{4})\] (?P<message>\"[^\"]*\" (?P<status>\d{3}) .*)$",
         post=_access_level),
+    LogFormat(
+        "haproxy_http", "HAProxy's HTTP log (option httplog), as its `log stdout format raw` writes it: client:port "
+        "[time] frontend backend/server timers status bytes ...; the status sets the level as in an access log",
+        r"^(?P<client>\S+:\d+) \[(?P<timestamp>\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2}\.\d{3})\] "
+        r"(?P<message>\S+ \S+/\S+ -?\d+/-?\d+/-?\d+/-?\d+/\+?-?\d+ (?P<status>-?\d{1,3}) .*)$",
+        post=_access_level),
+    LogFormat(
+        "haproxy", "HAProxy's own messages on stderr: [LEVEL] (pid) : message",
+        r"^\[(?P<level>NOTICE|WARNING|ALERT|EMERG|DEBUG|INFO|ERR)\]\s+\((?P<pid>\d+)\) : (?P<message>.*)$"),
+    LogFormat(
+        "redis", "redis-server's log: pid:role dd Mon yyyy time level-character message (. debug, - verbose, "
+        "* notice, # warning)",
+        r"^(?P<pid>\d+):(?P<role>[XCSM]) (?P<timestamp>\d{1,2} \w{3} \d{4} \d{2}:\d{2}:\d{2}\.\d{3}) "
+        r"(?P<level>[.\-*#]) (?P<message>.*)$", post=_redis),
+    LogFormat(
+        "bind", "BIND named's file channel with print-time, print-category and print-severity: "
+        "dd-Mon-yyyy time category: severity: message",
+        r"^(?P<timestamp>\d{2}-\w{3}-\d{4} \d{2}:\d{2}:\d{2}(?:\.\d{3})?) (?:(?P<component>[\w-]+): )?"
+        r"(?P<level>debug(?: \d+)?|info|notice|warning|error|critical): (?P<message>.*)$", post=_bind_level),
+    LogFormat(
+        "vsftpd", "vsftpd's log (xferlog_std_format NO, with log_ftp_protocol or not): ctime [pid N] [user] message",
+        rf"^(?P<timestamp>{WEEKDAY} {MONTH} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}} \d{{4}}) \[pid (?P<pid>\d+)\] "
+        r"(?:\[(?P<user>[^\]]*)\] )?(?P<message>.*)$"),
+    LogFormat(
+        "mosquitto", "mosquitto's log with its default time stamp: epoch seconds: message",
+        r"^(?P<timestamp>\d{10}): (?P<message>.*)$"),
     LogFormat(
         "rfc5424", "Syslog RFC 5424: <pri>1 time host app procid msgid [structured data] message",
         r"^<(?P<pri>\d{1,3})>1 (?P<timestamp>\S+) (?P<host>\S+) (?P<process>\S+) (?P<pid>\S+) "
