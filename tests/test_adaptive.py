@@ -331,3 +331,17 @@ def test_a_problem_word_inside_a_name_is_a_name():
         assert not judge_and_learn(adaptive, line, level=None).anomaly, line
     for line in ("dpkg: error processing package foo (--configure):", "upload failed.", "[error] disk full"):
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
+
+
+def test_recurrences_saved_without_their_episode_line_counts_load_and_judge():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    judge_and_learn(adaptive, "mount of home failed: no such device", level="ERROR")
+    state = adaptive.state()
+    for problem in state["sources"]["src"]["problems"]:
+        if problem["alerts"]:
+            problem["alerts"]["episodes"] = [e[:2] for e in problem["alerts"]["episodes"]]  # an earlier layout
+    loaded = AdaptiveThresholds(CONFIG)
+    loaded.load_state(state)
+    verdict = loaded.judge("src", "mount of home failed: no such device", 2.0, level="ERROR")
+    assert verdict.anomaly

@@ -180,9 +180,9 @@ class Recurrence:
     def from_json(cls, data, gap: int = 20) -> "Recurrence":
         if isinstance(data, int):  # state version 1 kept only a count
             return cls(lines=data, comebacks=data)
-        if "episodes" in data:
-            return cls(int(data["lines"]), deque([list(e) for e in data["episodes"]]), int(data["comebacks"]),
-                       bool(data.get("chronic", False)))
+        if "episodes" in data:  # [first, last, lines]; saved before lines were counted: [first, last]
+            episodes = deque([int(e[0]), int(e[1]), int(e[2]) if len(e) > 2 else 1] for e in data["episodes"])
+            return cls(int(data["lines"]), episodes, int(data["comebacks"]), bool(data.get("chronic", False)))
         # versions 2 and 3 before episodes kept stretches of ``gap`` lines: one episode each
         stretches = data.get("stretches", [])
         return cls(int(data["lines"]), deque([[s * gap, s * gap, 1] for s in stretches]),
