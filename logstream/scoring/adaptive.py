@@ -218,6 +218,7 @@ def _forget_gone(by_cluster: dict, miner: TemplateMiner, at: int = 0) -> None:
     """Drop the entries of clusters the miner forgot (drain3 keeps its ``max_templates`` most recent);
     keys are cluster ids, or tuples with one at index ``at``."""
     alive = {c.cluster_id for c in miner.drain.clusters}
+    alive.add(None)  # entries kept without a cluster (a level with its event) stay
     for key in [k for k in by_cluster if (k[at] if isinstance(k, tuple) else k) not in alive]:
         del by_cluster[key]
 
@@ -425,7 +426,8 @@ class AdaptiveThresholds:
             return
         key = self._problem_key(state, masked, add=True, level=level)
         state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config)
-        state.level_alerts.setdefault((level, key[0]), Recurrence()).add(state.lines, self.config)
+        state.level_alerts.setdefault(self._level_pattern(state, masked, level), Recurrence()).add(
+            state.lines, self.config)
         if len(state.problem_alerts) > self.config.max_templates:
             _forget_gone(state.problem_alerts, state.problems)
         if len(state.level_alerts) > self.config.max_templates:
@@ -436,6 +438,8 @@ class AdaptiveThresholds:
         level is not routine as a whole: an outage's ERROR lines coming back make that outage's
         pattern routine, not every ERROR of the source (measured: a broker's ERROR level turned
         routine after five outages and its next new error went unnoticed)."""
+        if level is not None and " " in level:  # a level with its event (``WARN Unauthorized``): the event is
+            return level, None  # the pattern; an access line's path and agent are not (see ``_reads_as_problem``)
         cluster = self._match(state.problems, masked)
         return level, cluster.cluster_id if cluster is not None else None
 
@@ -526,8 +530,8 @@ class AdaptiveThresholds:
                               if (cid, words) in state.problem_alerts else None} for cid, words in keys],
                 "lines": state.lines, "novel": list(state.novel), "recent": list(state.recent),
                 "levels": [[level, count] for level, count in state.levels.items()],
-                "level_alerts": [[level, problems[cid], r.as_json()] for (level, cid), r in state.level_alerts.items()
-                                 if cid in problems],
+                "level_alerts": [[level, problems.get(cid), r.as_json()] for (level, cid), r in state.level_alerts.items()
+                                 if cid is None or cid in problems],
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
                               for cid, t in state.templates.items() if cid in clusters]}
         return {"version": STATE_VERSION, "sources": sources}
@@ -553,7 +557,7 @@ class AdaptiveThresholds:
             # versions 1 and 2 kept a level's recurrence for all its patterns at once: counted afresh
             for entry in saved.get("level_alerts", []) if version == STATE_VERSION else []:
                 level, template, recurrence = entry
-                key = (level, state.problems.add_log_message(template)["cluster_id"])
+                key = (level, None if template is None else state.problems.add_log_message(template)["cluster_id"])
                 state.level_alerts[key] = Recurrence.from_json(recurrence, self.config.routine_gap)
             for item in saved["templates"]:
                 cluster_id = state.miner.add_log_message(item["template"])["cluster_id"]
