@@ -361,3 +361,22 @@ def test_a_level_with_its_event_is_routine_as_an_event_whatever_the_path():
         verdicts.append(judge_and_learn(adaptive, line, level="WARN Unauthorized"))
         feed(adaptive, "src", 10, seed=i)
     assert [v.anomaly for v in verdicts] == [True, True, True, False] and verdicts[3].routine
+
+
+def test_a_rare_level_pattern_known_from_a_normal_line_is_no_news_and_survives_a_restart():
+    """A known-good baseline's FATAL lines (BGL's ``ciod: Error loading`` is labelled normal) do not make
+    FATAL common, but their pattern at that level is no news; another FATAL pattern, or the same words
+    at another level, still is."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    loading = "FATAL APP: ciod: Error loading /bgl/apps/{}/run.rts: invalid or missing program image"
+    adaptive.learn("src", loading.format("scaletest"), 3.0, level="FATAL")  # read from a known-good log
+    feed(adaptive, "src", 100)
+    assert adaptive._level_share(adaptive._sources["src"], "FATAL") < CONFIG.rare_level_share
+    restored = AdaptiveThresholds(CONFIG)
+    restored.load_state(json.loads(json.dumps(adaptive.state())))
+    for thresholds in (adaptive, restored):
+        assert not thresholds.judge("src", loading.format("followup"), 3.0, level="FATAL").anomaly
+        torus = thresholds.judge("src", "FATAL KERNEL: rts tree/torus link training failed", 3.0, level="FATAL")
+        assert torus.anomaly and torus.how == RARE_LEVEL
+        assert thresholds.judge("src", "connection from <IP> port <N5> on bob", 3.0, level="ERROR").how == RARE_LEVEL
