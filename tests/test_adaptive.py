@@ -347,9 +347,11 @@ def test_recurrences_saved_without_their_episode_line_counts_load_and_judge():
     assert verdict.anomaly
 
 
-def test_a_level_with_its_event_is_routine_as_an_event_whatever_the_path():
+@pytest.mark.parametrize("head", ["", "WARN Unauthorized: "])
+def test_a_level_with_its_event_is_routine_as_an_event_whatever_the_path(head):
     """An access log's ``WARN Unauthorized`` is its event: 401s for ever new paths and agents come back as
-    one pattern, not one per path."""
+    one pattern, not one per path; the event's name at the head of the line, as the reader writes it, is
+    not a problem word of its own pattern."""
     config = CONFIG.model_copy(update={"routine_gap": 5, "routine_episodes": 3, "routine_window": 200})
     adaptive = AdaptiveThresholds(config)
     feed(adaptive, "src", 300)
@@ -357,10 +359,11 @@ def test_a_level_with_its_event_is_routine_as_an_event_whatever_the_path():
     agents = ["curl/<N1>.<N1>", "Mozilla/<N1>.<N1> (X11; Linux x86_64)", "python-requests/<N1>.<N2>",
               "Mozilla/<N1>.<N1> (Windows NT <N2>.<N1>; Win64; x64) Gecko Firefox"]
     for i, agent in enumerate(agents):  # drain3 puts each in a pattern of its own: not the same word count
-        line = f'"GET /api/orders HTTP/<N1>.<N1>" <N3> <N3> "-" "{agent}"'
+        line = f'{head}"GET /api/orders HTTP/<N1>.<N1>" <N3> <N3> "-" "{agent}"'
         verdicts.append(judge_and_learn(adaptive, line, level="WARN Unauthorized"))
         feed(adaptive, "src", 10, seed=i)
     assert [v.anomaly for v in verdicts] == [True, True, True, False] and verdicts[3].routine
+    assert {v.how for v in verdicts[:3]} == {RARE_LEVEL}
 
 
 def test_a_rare_level_pattern_known_from_a_normal_line_is_no_news_and_survives_a_restart():
