@@ -113,6 +113,19 @@ def _access_level(groups: dict) -> None:
         groups["event"] = f"status {status}"
 
 
+# an FTP server's reply codes (RFC 959, 4.2): 4yz transient and 5yz permanent negative completion
+FTP_NEGATIVE_REPLY = re.compile(r'FTP response: Client "[^"]*", "([45])\d\d ')
+
+
+def _vsftpd(groups: dict) -> None:
+    """vsftpd writes no level; with log_ftp_protocol, a negative reply is the server refusing or failing
+    (``530 Please login with USER and PASS.``): its class gives the level, as a status does in an
+    access log. The reply's own words stay its pattern (``Login incorrect`` is not ``Permission denied``)."""
+    reply = FTP_NEGATIVE_REPLY.match(groups.get("message") or "")
+    if reply:
+        groups["level"] = {"4": "WARN", "5": "ERROR"}[reply.group(1)]
+
+
 # redis's level characters (server.c, serverLogRaw): . debug, - verbose, * notice, # warning; and the role
 # of the process that wrote the line: X sentinel, C a forked child (saves, rewrites), S replica, M master
 REDIS_LEVELS = {".": "DEBUG", "-": "INFO", "*": "NOTICE", "#": "WARN"}
@@ -235,7 +248,7 @@ FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "vsftpd", "vsftpd's log (xferlog_std_format NO, with log_ftp_protocol or not): ctime [pid N] [user] message",
         rf"^(?P<timestamp>{WEEKDAY} {MONTH} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}} \d{{4}}) \[pid (?P<pid>\d+)\] "
-        r"(?:\[(?P<user>[^\]]*)\] )?(?P<message>.*)$"),
+        r"(?:\[(?P<user>[^\]]*)\] )?(?P<message>.*)$", post=_vsftpd),
     LogFormat(
         "mosquitto", "mosquitto's log with its default time stamp: epoch seconds: message",
         r"^(?P<timestamp>\d{10}): (?P<message>.*)$"),
