@@ -148,7 +148,7 @@ class AdaptiveSettings(Section):
                                   "many episodes (bursts: its lines within `routine_gap` lines of each other) "
                                   "within the source's last `routine_window` lines, or in one episode that lasted "
                                   "`routine_episodes` x `routine_gap` lines (a favicon 404 every few lines), is "
-                                  "routine while it keeps coming back; one that strikes now and then stays news "
+                                  "routine until it has been quiet for `routine_window` lines; one that strikes now and then stays news "
                                   "(0 turns this off)")
     routine_window: int = Field(1000, ge=1, description="lines of a source over which `routine_episodes` count")
     episode_alerts: int = Field(3, ge=0, description="lines of one burst of a problem pattern that alert; the rest "

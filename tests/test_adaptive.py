@@ -383,3 +383,25 @@ def test_a_rare_level_pattern_known_from_a_normal_line_is_no_news_and_survives_a
         torus = thresholds.judge("src", "FATAL KERNEL: rts tree/torus link training failed", 3.0, level="FATAL")
         assert torus.anomaly and torus.how == RARE_LEVEL
         assert thresholds.judge("src", "connection from <IP> port <N5> on bob", 3.0, level="ERROR").how == RARE_LEVEL
+
+
+def test_a_routine_problem_stays_routine_while_it_comes_back_less_often_until_it_is_quiet():
+    """vsftpd's 550 for a missing file, every ~250 lines: routine once it came back in 3 episodes within
+    200 lines, it stays so at a slower pace (1 episode per 90 lines is under 3 per 200), and is news
+    again only once quiet for the whole window."""
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"routine_gap": 10, "routine_episodes": 3,
+                                                            "routine_window": 200, "problem_routine_episodes": 0}))
+    feed(adaptive, "src", 300)
+    missing = 'FTP response: Client "<IP>", "<N3> Failed to open file."'
+
+    def every(lines: int, times: int):
+        verdicts = []
+        for _ in range(times):
+            feed(adaptive, "src", lines - 1)
+            verdicts.append(judge_and_learn(adaptive, missing, level="ERROR"))
+        return verdicts
+
+    assert [v.anomaly for v in every(40, 4)] == [True, True, True, False]  # 3 episodes within 200 lines
+    slower = every(90, 6)
+    assert not any(v.anomaly for v in slower) and all("keeps coming back" in v.routine for v in slower)
+    assert every(210, 1)[0].anomaly  # quiet for longer than the window: news again
