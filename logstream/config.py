@@ -102,7 +102,8 @@ class CacheSettings(Section):
 # Elastic use to infer a level from a message.
 PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?|exception|traceback|backtrace|"
                  r"problems?|conflict(?:s|ing)?|abort(?:ed|ing)?|"
-                 r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|invalid|illegal|corrupt(?:ed|ion)?|"
+                 r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|invalid|"
+                 r"illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
                  r"cannot|can't|unable|timed out|timeout|unreachable|too (?:large|long|many|big)|out of memory|"
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe)\b")
 
