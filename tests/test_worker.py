@@ -492,9 +492,11 @@ def demo_env() -> dict[str, str]:
 
 
 def test_demo_runs_end_to_end_and_prints_a_tally(model_dir, tmp_path):
+    temp = tmp_path / "tmp"  # the machine's temporary directory, as the demo and its worker see it
+    temp.mkdir()
     demo = subprocess.run([sys.executable, "-m", "logstream.cli", "demo", "--lines", "150", "--rate", "100"],
-                          env=demo_env(), cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          check=False)
+                          env={**demo_env(), "TMPDIR": str(temp)}, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, check=False)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     final = re.search(r"final tally: 150 lines sent, injected (\d+) anomalies: (\d+) detected, (\d+) missed, "
                       r"0 not scored yet \| (\d+) alerts, (\d+) false \| 150 lines scored", demo.stdout)
@@ -510,3 +512,6 @@ def test_demo_runs_end_to_end_and_prints_a_tally(model_dir, tmp_path):
     broker_port = int(re.search(r"broker on 127\.0\.0\.1:(\d+)", demo.stdout).group(1))
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", broker_port), timeout=2).close()
+    # the worker learned in the demo's own directory, not in the default one every run on the machine
+    # shares (whose saved thresholds a later demo would start from), and that directory is gone
+    assert not list(temp.glob("logstream-worker-*")) and not list(temp.glob("logstream-demo-*"))

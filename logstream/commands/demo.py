@@ -126,9 +126,12 @@ class Demo:
                 from ..service.broker import free_port
                 metrics_port = free_port()
             extra_args = ["--metrics-port", str(metrics_port)]
+        env = {"LOGSTREAM_KAFKA__SCORES_TOPIC": self.kafka.scores_topic}
+        if self.settings.worker.data_dir is None:  # the default is per consumer group, shared by every run on
+            env["LOGSTREAM_WORKER__DATA_DIR"] = str(self.workdir / "worker")  # the machine: a demo starts afresh
         self.worker = WorkerProcess(
             self.kafka.bootstrap_servers, self.workdir / "worker.log", config=self.args.config,
-            env={"LOGSTREAM_KAFKA__SCORES_TOPIC": self.kafka.scores_topic}, extra_args=extra_args).start()
+            env=env, extra_args=extra_args).start()
         self.say(f"worker started (pid {self.worker.process.pid}); its log: {self.worker.log_path}")
         if metrics_port is not None:
             self.say(f"metrics: http://127.0.0.1:{metrics_port}/metrics")
