@@ -25,7 +25,7 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -178,9 +178,11 @@ def drain_baseline(stream: list[Line]) -> list[bool]:
     return alerts
 
 
-def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Path) -> tuple[list[bool], list, dict]:
+def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Path,
+                     perf_scorer: dict) -> tuple[list[bool], list, dict]:
     """The worker's decisions on the stream: ``Settings()`` as the worker reads them (adaptive thresholds,
-    and with ``adapt`` continual fine-tuning rounds, trained in line at the points the worker starts them)."""
+    and with ``adapt`` continual fine-tuning rounds, trained in line at the points the worker starts them).
+    ``perf_scorer`` gets the last scorer and each line's calibrated threshold (for ``with_operator``)."""
     from logstream.adapt.online import InlineAdaptation
     from logstream.adapt.store import ModelStore
 
@@ -189,15 +191,18 @@ def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Pat
                          engine_config=settings.cache.engine_config(), canonicalizer=settings.parsing.canonicalizer(),
                          adaptive=settings.scoring.adaptive_thresholds())
     adaptation = InlineAdaptation(settings, ModelStore(store_dir, settings.model.path)) if adapt else None
-    alerts, verdicts = [], []
+    alerts, verdicts, calibrated = [], [], []
     started_cpu, started = time.process_time(), time.perf_counter()
     for at in range(0, len(stream), batch):
         entries = [(line.source, line.text) for line in stream[at:at + batch]]
-        scored = scorer.score(entries)
+        scored = scorer.model_scores([(stream_name, *scorer.encode(stream_name, text)) for stream_name, text in entries])
+        calibrated += [s.threshold for s in scored]  # the model's own threshold, before the adaptive judgement
+        scorer.judge(scored)  # ``scorer.score`` in two steps
         alerts += [s.is_anomaly for s in scored]
         verdicts += scored
         if adaptation is not None:
             scorer = adaptation.after_batch(scorer, entries, scored)
+    perf_scorer["scorer"], perf_scorer["calibrated"] = scorer, calibrated
     wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
     rounds = adaptation.rounds if adaptation else []
     train_s = sum(r["train_s"] + r["swap_s"] for r in rounds)
@@ -205,6 +210,27 @@ def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Pat
         "lines_per_s": len(stream) / (wall - train_s), "cpu_ms_per_line": 1000 * (cpu - sum(r["cpu_s"] for r in rounds))
         / len(stream), "model": str(settings.model.path), "adaptive": settings.scoring.adaptive.model_dump(),
         "adapt": settings.adapt.model_dump(mode="json") if adapt else None, "rounds": rounds}
+
+
+def with_operator(stream: list[Line], scored: list, calibrated: list, scorer, batch: int,
+                  answers: bool = True) -> tuple[list[bool], dict]:
+    """What a user who answers each false alert gets: an operator marks it normal (``logstream feedback
+    ALERT_ID normal``, which calls the scorer's ``mark_normal`` in the worker) once the batch that raised it
+    is scored. The same model scores as the run without feedback, judged again from a fresh start by the
+    adaptive thresholds: the one difference from a second full run is that its fine-tuning rounds
+    learned from the lines the operator had not marked yet. ``answers`` False: no marks (the replay alone,
+    which should reproduce the run's decisions)."""
+    scorer.adaptive = Settings().scoring.adaptive_thresholds()
+    alerts, marks = [], {}
+    for at in range(0, len(stream), batch):
+        lines = [replace(s, threshold=c, verdict=None) for s, c in zip(scored[at:at + batch], calibrated[at:at + batch])]
+        scorer.judge(lines)
+        for line, judged in zip(stream[at:at + batch], lines):
+            alerts.append(judged.is_anomaly)
+            if answers and judged.is_anomaly and line.error is None:
+                scorer.mark_normal(line.source, line.text, judged.score)
+                marks.setdefault(line.source, []).append(line.position)
+    return alerts, marks
 
 
 def throughput_while_training(stream: list[Line], batch: int, lines: int = 3000, repeats: int = 2) -> dict:
@@ -363,9 +389,14 @@ def main(argv=None) -> int:
     drain_started = time.process_time()
     drain = drain_baseline(stream)
     drain_cpu = time.process_time() - drain_started
+    last = {}
     with tempfile.TemporaryDirectory() as store_dir:
-        ours, verdicts, perf = logstream_alerts(stream, args.batch, args.adapt, Path(store_dir))
-    results = {"logstream": tally(stream, ours), "drain3": tally(stream, drain)}
+        ours, verdicts, perf = logstream_alerts(stream, args.batch, args.adapt, Path(store_dir), last)
+    replayed, _ = with_operator(stream, verdicts, last["calibrated"], last["scorer"], args.batch, answers=False)
+    answered, marks = with_operator(stream, verdicts, last["calibrated"], last["scorer"], args.batch)
+    perf["replay_differs"] = sum(a != b for a, b in zip(ours, replayed))
+    results = {"logstream": tally(stream, ours), "drain3": tally(stream, drain), "operator": tally(stream, answered)}
+    perf["marks"] = marks
     if args.dump:
         with args.dump.open("w") as f:
             for line, scored, alerted, drained in zip(stream, verdicts, ours, drain):
@@ -382,7 +413,7 @@ def main(argv=None) -> int:
                                     "lp": [round(float(x), 3) for x in scored.logprobs]}) + "\n")
     perf["throughput"] = throughput_while_training(stream, args.batch) if args.adapt else None
     args.out.mkdir(parents=True, exist_ok=True)
-    plot(results, args.out / f"{args.report}.png")
+    plot({k: results[k] for k in ("logstream", "drain3")}, args.out / f"{args.report}.png")
     write_markdown(args, machine, sources, stream, results, perf, drain_cpu, verdicts, ours, started)
     return 0
 
@@ -392,7 +423,9 @@ def write_markdown(args, machine, sources, stream, results, perf, drain_cpu, ver
     md = ["# Onboarding: sources the shipped model never saw", "", "```",
           f"python benchmarks/onboarding.py --data {os.path.relpath(args.data, REPO)} --seed {args.seed} "
           f"--max-lines {args.max_lines} --events {args.events}" + ("" if args.adapt else " --no-adapt")
-          + (f" --sources {args.sources}" if args.sources else ""), "```", "",
+          + (f" --sources {args.sources}" if args.sources else "")
+          + (f" --report {args.report}" if args.report != "onboarding" else "")
+          + (f" --provenance {args.provenance}" if args.provenance != "development" else ""), "```", "",
           f"Run {datetime.fromtimestamp(started, UTC):%Y-%m-%d %H:%M} UTC, {(time.time() - started) / 60:.1f} min. "
           f"Generated by `benchmarks/onboarding.py`; the data by `{manifest['command']}` "
           f"(`{os.path.relpath(args.data, REPO)}/manifest.json` says what ran and how it was broken).", "",
@@ -436,6 +469,16 @@ def write_markdown(args, machine, sources, stream, results, perf, drain_cpu, ver
         met = (n and 1000 * f / n <= 1.0) and e and c / e >= 0.9 and f / max(n, 1) <= df / max(dn, 1) and c >= dc
         md.append(f"| {name} | {rate(f, n)} | {recall(c, e)} | {rate(df, dn)} | {recall(dc, de)} | "
                   f"{'yes' if met else 'no'} |")
+    md += ["", f"With an operator who marks each false alert normal as it comes (`logstream feedback ALERT_ID normal`; "
+           "`with_operator` in this script: the same model scores, judged again from a fresh start; replayed without "
+           f"marks, {perf['replay_differs']:,} of {len(stream):,} decisions differ from the run's), from the "
+           f"{GOAL_FROM_LINE:,}th line on, and the marks it took:", "",
+           "| source | false / 1k | recall | marks in all | marks from the 2,000th line on |", "|---|---|---|---|---|"]
+    for name in results["operator"]:
+        n, f, e, c = results["operator"][name].after_goal()
+        given = perf["marks"].get(name, [])
+        md.append(f"| {name} | {rate(f, n)} | {recall(c, e)} | {len(given)} | "
+                  f"{sum(p >= GOAL_FROM_LINE for p in given)} |")
     md += misses_and_false_alerts(stream, verdicts, ours)
     hows = {}
     for scored, alerted in zip(verdicts, ours):
