@@ -302,9 +302,9 @@ PROVENANCE = {
         "its misses and false alerts were studied after that, and rules were changed for what they showed (the "
         "README says which): these are development figures now, not a held-out test."),
     "held-out": (
-        "Held out: no rule and no setting of logstream was chosen on these sources. Their data was made after the "
-        "rules were frozen, by a script written apart from them, and this report is the first run of logstream on "
-        "it."),
+        "Held out: no rule and no setting of logstream was chosen on these sources. Their data was made by a script "
+        "written apart from the rules, nobody studied it before this report, and this report is the first run of "
+        "logstream on it."),
 }
 
 
