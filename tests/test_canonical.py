@@ -139,6 +139,19 @@ def test_a_stream_keeps_the_format_its_first_lines_voted_for():
     assert canonicalizer.format_of("app") is None
 
 
+def test_the_line_that_settles_a_streams_format_may_fit_none():
+    """The line at which the first lines' votes settle the format is read like any other: one that fits no
+    format (a stack frame) is read whole (it raised IndexError)."""
+    canonicalizer = Canonicalizer(detect_lines=3)
+    hadoop = (LOGHUB / "Hadoop" / "Hadoop_2k.log").read_text().splitlines()[:2]
+    for line in hadoop:
+        canonicalizer.read("app", line)
+    trace = "\tat org.apache.hadoop.ipc.Client.call(Client.java:1475)"
+    read = canonicalizer.read("app", trace)
+    assert read.format == WHOLE and read.text == trace.strip()
+    assert canonicalizer.format_of("app") == "log4j"
+
+
 def test_pinned_streams_use_their_format_or_regex():
     pins = [make_pin(stream="raw-.*", format=WHOLE),
             make_pin(stream="app", regex=r"^(?P<timestamp>\S+) <(?P<level>\w+)> (?P<message>.*)$")]

@@ -202,7 +202,8 @@ class Canonicalizer:
         if state.seen >= self.detect_lines and state.votes:
             state.chosen = self._by_name[max(state.votes, key=lambda n: (state.votes[n], -self._order[n]))]
             state.votes = {}
-            return read_with(state.chosen, line) or fits[0][1]
+            # the line that settles it may fit no format (a continuation line, a stack frame)
+            return read_with(state.chosen, line) or (fits[0][1] if fits else read_whole(line))
         if not fits:
             return read_whole(line)
         # until the stream's format is settled: this line's fit with the most votes so far
