@@ -227,6 +227,12 @@ FORMATS: tuple[LogFormat, ...] = (
         r"\d{2} [+-]\d{4})\] (?P<message>\"[^\"]*\" (?P<status>\d{3}) .*)$",
         post=_access_level),
     LogFormat(
+        "squid_access", "Squid's native access log: epoch.ms elapsed client RESULT/status bytes method URL user "
+        "HIER/peer type; the status sets the level as in an access log, the result code (TCP_DENIED) stays in the text",
+        r"^(?P<timestamp>\d{9,11}\.\d{3}) +(?P<elapsed>\d+) (?P<client>\S+) "
+        r"(?P<message>[A-Z_]+/(?P<status>\d{3}) .*)$",
+        post=_access_level),
+    LogFormat(
         "haproxy_http", "HAProxy's HTTP log (option httplog), as its `log stdout format raw` writes it: client:port "
         "[time] frontend backend/server timers status bytes ...; the status sets the level as in an access log",
         r"^(?P<client>\S+:\d+) \[(?P<timestamp>\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2}\.\d{3})\] "
