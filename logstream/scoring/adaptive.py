@@ -57,10 +57,10 @@ source has shown, per template:
   ``problem_routine_episodes`` episodes in all, or one episode that went on for ``routine_window``
   lines (a chronic condition: a corrected parity error logged for hours), it is routine for good. A
   favicon 404 logged as an ERROR every few lines is routine within about a hundred lines; one burst
-  of errors (an upstream down for a minute) alerts its first ``episode_alerts`` lines, however many lines it has (the rest is
-  the same news: a 784-line burst of one HDFS WARN, each line about another block, alerted 92
-  blocks when every line of a burst alerted: measured), and the next burst is news again; an error
-  that strikes now and then stays news. Routine lines are not learned as normal problems: once a
+  of errors (an upstream down for a minute) alerts its first ``episode_alerts`` lines, however many
+  lines it has (the rest is the same news: a 784-line burst of one HDFS WARN, each line about
+  another block, alerted 92 blocks when every line of a burst alerted: measured), and the next
+  burst is news again; an error that strikes now and then stays news. Routine lines are not learned as normal problems: once a
   pattern has been quiet for ``routine_window`` lines it is news again.
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
   the scores of the lines it was marked on.
