@@ -178,11 +178,20 @@ def drain_baseline(stream: list[Line]) -> list[bool]:
     return alerts
 
 
-def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Path,
-                     perf_scorer: dict) -> tuple[list[bool], list, dict]:
+@dataclass
+class LiveRun:
+    """The worker's decisions on the stream, with what ``with_operator`` judges them again from."""
+
+    alerts: list[bool]
+    verdicts: list  # each line's LineScore, as judged
+    calibrated: list  # each line's calibrated threshold, before the adaptive judgement
+    scorer: object  # the last scorer (the last model version)
+    perf: dict
+
+
+def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Path) -> LiveRun:
     """The worker's decisions on the stream: ``Settings()`` as the worker reads them (adaptive thresholds,
-    and with ``adapt`` continual fine-tuning rounds, trained in line at the points the worker starts them).
-    ``perf_scorer`` gets the last scorer and each line's calibrated threshold (for ``with_operator``)."""
+    and with ``adapt`` continual fine-tuning rounds, trained in line at the points the worker starts them)."""
     from logstream.adapt.online import InlineAdaptation
     from logstream.adapt.store import ModelStore
 
@@ -202,28 +211,28 @@ def logstream_alerts(stream: list[Line], batch: int, adapt: bool, store_dir: Pat
         verdicts += scored
         if adaptation is not None:
             scorer = adaptation.after_batch(scorer, entries, scored)
-    perf_scorer["scorer"], perf_scorer["calibrated"] = scorer, calibrated
     wall, cpu = time.perf_counter() - started, time.process_time() - started_cpu
     rounds = adaptation.rounds if adaptation else []
     train_s = sum(r["train_s"] + r["swap_s"] for r in rounds)
-    return alerts, verdicts, {
+    return LiveRun(alerts, verdicts, calibrated, scorer, {
         "lines_per_s": len(stream) / (wall - train_s), "cpu_ms_per_line": 1000 * (cpu - sum(r["cpu_s"] for r in rounds))
         / len(stream), "model": str(settings.model.path), "adaptive": settings.scoring.adaptive.model_dump(),
-        "adapt": settings.adapt.model_dump(mode="json") if adapt else None, "rounds": rounds}
+        "adapt": settings.adapt.model_dump(mode="json") if adapt else None, "rounds": rounds})
 
 
-def with_operator(stream: list[Line], scored: list, calibrated: list, scorer, batch: int,
-                  answers: bool = True) -> tuple[list[bool], dict]:
+def with_operator(stream: list[Line], run: LiveRun, batch: int, answers: bool = True) -> tuple[list[bool], dict]:
     """What a user who answers each false alert gets: an operator marks it normal (``logstream feedback
     ALERT_ID normal``, which calls the scorer's ``mark_normal`` in the worker) once the batch that raised it
     is scored. The same model scores as the run without feedback, judged again from a fresh start by the
     adaptive thresholds: the one difference from a second full run is that its fine-tuning rounds
     learned from the lines the operator had not marked yet. ``answers`` False: no marks (the replay alone,
     which should reproduce the run's decisions)."""
+    scorer = run.scorer
     scorer.adaptive = Settings().scoring.adaptive_thresholds()
     alerts, marks = [], {}
     for at in range(0, len(stream), batch):
-        lines = [replace(s, threshold=c, verdict=None) for s, c in zip(scored[at:at + batch], calibrated[at:at + batch])]
+        lines = [replace(s, threshold=c, verdict=None)
+                 for s, c in zip(run.verdicts[at:at + batch], run.calibrated[at:at + batch])]
         scorer.judge(lines)
         for line, judged in zip(stream[at:at + batch], lines):
             alerts.append(judged.is_anomaly)
@@ -389,11 +398,11 @@ def main(argv=None) -> int:
     drain_started = time.process_time()
     drain = drain_baseline(stream)
     drain_cpu = time.process_time() - drain_started
-    last = {}
     with tempfile.TemporaryDirectory() as store_dir:
-        ours, verdicts, perf = logstream_alerts(stream, args.batch, args.adapt, Path(store_dir), last)
-    replayed, _ = with_operator(stream, verdicts, last["calibrated"], last["scorer"], args.batch, answers=False)
-    answered, marks = with_operator(stream, verdicts, last["calibrated"], last["scorer"], args.batch)
+        run = logstream_alerts(stream, args.batch, args.adapt, Path(store_dir))
+    ours, verdicts, perf = run.alerts, run.verdicts, run.perf
+    replayed, _ = with_operator(stream, run, args.batch, answers=False)
+    answered, marks = with_operator(stream, run, args.batch)
     perf["replay_differs"] = sum(a != b for a, b in zip(ours, replayed))
     results = {"logstream": tally(stream, ours), "drain3": tally(stream, drain), "operator": tally(stream, answered)}
     perf["marks"] = marks

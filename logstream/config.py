@@ -102,8 +102,8 @@ class CacheSettings(Section):
 # Elastic use to infer a level from a message.
 PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?|exception|traceback|backtrace|"
                  r"problems?|conflict(?:s|ing)?|abort(?:ed|ing)?|"
-                 r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|invalid|"
-                 r"illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
+                 r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|"
+                 r"invalid|illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
                  r"cannot|can't|unable|timed out|timeout|unreachable|too (?:large|long|many|big)|out of memory|"
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe)\b")
 
@@ -149,8 +149,8 @@ class AdaptiveSettings(Section):
                                   "many episodes (bursts: its lines within `routine_gap` lines of each other) "
                                   "within the source's last `routine_window` lines, or in one episode that lasted "
                                   "`routine_episodes` x `routine_gap` lines (a favicon 404 every few lines), is "
-                                  "routine until it has been quiet for `routine_window` lines; one that strikes now and then stays news "
-                                  "(0 turns this off)")
+                                  "routine until it has been quiet for `routine_window` lines; one that strikes "
+                                  "now and then stays news (0 turns this off)")
     routine_window: int = Field(1000, ge=1, description="lines of a source over which `routine_episodes` count")
     episode_alerts: int = Field(3, ge=0, description="lines of one burst of a problem pattern that alert; the rest "
                                 "of the burst is the same news (not learned as normal; the burst still counts as "

@@ -228,9 +228,10 @@ class LiveDetector:
     The scorer first reads the split's normal training and calibration lines in order as a known-good
     baseline (``logstream score --normal``: each learned as normal, whatever it reads as), so windows
     and adaptive thresholds are warm, then the test part in order, still adapting: it learns from
-    every test line it does not alert on, as the service does, never from a label. A line's score is its margin over the threshold in force, moved above every
-    other line's where the service alerted (``live_margin``), so the harness's threshold of 0 alerts
-    exactly where the service alerts; best F1 and the curves rank the margins.
+    every test line it does not alert on, as the service does, never from a label. A line's score is
+    its margin over the threshold in force, moved above every other line's where the service alerted
+    (``live_margin``), so the harness's threshold of 0 alerts exactly where the service alerts; best
+    F1 and the curves rank the margins.
     """
 
     def __init__(self, shared: SplitModel, settings):

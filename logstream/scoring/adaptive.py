@@ -225,6 +225,11 @@ def level_key(level: str | None, event: str | None = None) -> str | None:
     return f"{level} {event}" if event else level
 
 
+def has_event(level: str | None) -> bool:
+    """Whether a level key carries its event (``level_key``: ``WARN Not Found``)."""
+    return level is not None and " " in level
+
+
 def _forget_gone(by_cluster: dict, miner: TemplateMiner, at: int = 0) -> None:
     """Drop the entries of clusters the miner forgot (drain3 keeps its ``max_templates`` most recent);
     keys are cluster ids, or tuples with one at index ``at``."""
@@ -232,6 +237,13 @@ def _forget_gone(by_cluster: dict, miner: TemplateMiner, at: int = 0) -> None:
     alive.add(None)  # entries kept without a cluster (a level with its event) stay
     for key in [k for k in by_cluster if (k[at] if isinstance(k, tuple) else k) not in alive]:
         del by_cluster[key]
+
+
+def _by_level_pattern(table: dict, templates: dict, as_json) -> list[list]:
+    """A table keyed by (level, strict pattern id) as [level, the pattern's template (None: the level's
+    event is the pattern), value as JSON], for the patterns the miner still keeps."""
+    return [[level, templates.get(cid), as_json(value)] for (level, cid), value in table.items()
+            if cid is None or cid in templates]
 
 
 def _quantiles(values, q: float) -> tuple[float, float]:
@@ -267,15 +279,16 @@ class AdaptiveThresholds:
             return verdict
         state = self._sources[source]
         share = self._level_share(state, level)
-        if (verdict.how != COLD and share is not None and share < self.config.rare_level_share
-                and not state.level_normal.get(self._level_pattern(state, masked, level), 0)):
-            held_back = self._held_back(state, state.level_alerts.get(self._level_pattern(state, masked, level)))
-            if held_back:
-                verdict.routine = f"{level} lines: the pattern {held_back}"
-            else:
-                return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id, source,
-                               f"{level} lines are {100 * share:.2f}% of this source's normal lines "
-                               f"(under {100 * self.config.rare_level_share:g}%)")
+        if verdict.how != COLD and share is not None and share < self.config.rare_level_share:
+            pattern = self._level_pattern(state, masked, level)
+            if not state.level_normal.get(pattern, 0):  # a pattern learned as normal at this level is no news
+                held_back = self._held_back(state, state.level_alerts.get(pattern))
+                if held_back:
+                    verdict.routine = f"{level} lines: the pattern {held_back}"
+                else:
+                    return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id,
+                                   source, f"{level} lines are {100 * share:.2f}% of this source's normal lines "
+                                   f"(under {100 * self.config.rare_level_share:g}%)")
         problem, held_back = self._unseen_problem(state, masked, level)  # from a source's first line on
         if problem is not None and not held_back:
             return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
@@ -306,7 +319,7 @@ class AdaptiveThresholds:
         (measured on a replay of HAProxy's HTTP log: 22 false alerts from its 2,000th line on)."""
         if self._problem_words is None:
             return []
-        if level is not None and " " in level and masked.startswith(level):
+        if has_event(level) and masked.startswith(level):
             masked = masked[len(level):]
         if level is not None and level.split(" ", 1)[0] in QUIET_LEVELS:
             masked = QUOTED.sub("''", masked)
@@ -317,7 +330,7 @@ class AdaptiveThresholds:
         an event (an access log's ``WARN Not Found``) is left to the rare-level rule: there the event is
         the pattern, and a 404 for a path never asked before is no news."""
         words = self._problem_words_in(masked, level)
-        if level is not None and " " not in level and level not in LOW_LEVELS:
+        if level is not None and not has_event(level) and level not in LOW_LEVELS:
             article = "an" if level[:1] in "AEIOU" else "a"
             return f"{article} {level} line" + (" with the words " + ", ".join(map(repr, words[:3])) if words else "")
         return "the words " + ", ".join(repr(word) for word in words[:3]) if words else None
@@ -456,8 +469,8 @@ class AdaptiveThresholds:
         level is not routine as a whole: an outage's ERROR lines coming back make that outage's
         pattern routine, not every ERROR of the source (measured: a broker's ERROR level turned
         routine after five outages and its next new error went unnoticed)."""
-        if level is not None and " " in level:  # a level with its event (``WARN Unauthorized``): the event is
-            return level, None  # the pattern; an access line's path and agent are not (see ``_reads_as_problem``)
+        if has_event(level):  # ``WARN Unauthorized``: the event is the pattern; an access line's path and
+            return level, None  # agent are not (see ``_reads_as_problem``)
         cluster = self._match(state.problems, masked)
         return level, cluster.cluster_id if cluster is not None else None
 
@@ -466,7 +479,7 @@ class AdaptiveThresholds:
         rule (a known-good baseline's FATAL lines, or lines learned while the level was common). Not a
         level with its event (``WARN Bad Request``): that is judged by its share alone, and one client's
         bad request among a new source's first lines made every later one no news (measured: HAProxy)."""
-        if level is None or " " in level or level in LOW_LEVELS:
+        if level is None or has_event(level) or level in LOW_LEVELS:
             return
         key = self._level_pattern(state, masked, level)
         state.level_normal[key] = state.level_normal.get(key, 0) + 1
@@ -560,10 +573,8 @@ class AdaptiveThresholds:
                               if (cid, words) in state.problem_alerts else None} for cid, words in keys],
                 "lines": state.lines, "novel": list(state.novel), "recent": list(state.recent),
                 "levels": [[level, count] for level, count in state.levels.items()],
-                "level_alerts": [[level, problems.get(cid), r.as_json()] for (level, cid), r in state.level_alerts.items()
-                                 if cid is None or cid in problems],
-                "level_normal": [[level, problems.get(cid), count] for (level, cid), count in state.level_normal.items()
-                                 if cid is None or cid in problems],
+                "level_alerts": _by_level_pattern(state.level_alerts, problems, Recurrence.as_json),
+                "level_normal": _by_level_pattern(state.level_normal, problems, int),
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
                               for cid, t in state.templates.items() if cid in clusters]}
         return {"version": STATE_VERSION, "sources": sources}
@@ -587,12 +598,11 @@ class AdaptiveThresholds:
                 if item["alerts"]:
                     state.problem_alerts[key] = Recurrence.from_json(item["alerts"], self.config.routine_gap)
             # versions 1 and 2 kept a level's recurrence for all its patterns at once: counted afresh
-            for entry in saved.get("level_alerts", []) if version == STATE_VERSION else []:
-                level, template, recurrence = entry
-                key = (level, None if template is None else state.problems.add_log_message(template)["cluster_id"])
+            for level, template, recurrence in saved.get("level_alerts", []) if version == STATE_VERSION else []:
+                key = self._level_pattern_of(state, level, template)
                 state.level_alerts[key] = Recurrence.from_json(recurrence, self.config.routine_gap)
             for level, template, count in saved.get("level_normal", []):  # kept since this source's state
-                key = (level, None if template is None else state.problems.add_log_message(template)["cluster_id"])
+                key = self._level_pattern_of(state, level, template)
                 state.level_normal[key] = state.level_normal.get(key, 0) + int(count)
             for item in saved["templates"]:
                 cluster_id = state.miner.add_log_message(item["template"])["cluster_id"]
@@ -600,6 +610,11 @@ class AdaptiveThresholds:
                 template.scores.extend(item["scores"])
                 if item["marked"] is not None:
                     template.marked_normal_at = max(item["marked"], template.marked_normal_at or item["marked"])
+
+    @staticmethod
+    def _level_pattern_of(state: _Source, level: str, template: str | None) -> tuple[str, int | None]:
+        """A saved (level, strict pattern template) key, its pattern mined again."""
+        return level, None if template is None else state.problems.add_log_message(template)["cluster_id"]
 
     def sources(self) -> dict[str, int]:
         """Lines seen per source."""
