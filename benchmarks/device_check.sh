@@ -10,6 +10,7 @@ OUT=${OUT:-/tmp/device-out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD:$PWD/tests:$PWD/benchmarks
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv | tee "$OUT/gpu.txt"
-timeout 180 python3 -m pytest tests/test_kernels.py -q -p no:cacheprovider 2>&1 | tee "$OUT/tests.log"
-timeout 300 python3 benchmarks/kernel_bench.py --out "$OUT/kernels.md" 2>&1 | tee "$OUT/bench.log"
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv | tee "$OUT/gpu.txt"
+python3 -c "import sys, torch, triton, transformers; print(sys.version.split()[0], torch.__version__, triton.__version__, transformers.__version__)" | tee -a "$OUT/gpu.txt"
+timeout 150 python3 -m pytest tests/test_kernels.py -q -p no:cacheprovider 2>&1 | tee "$OUT/tests.log"
+timeout 330 python3 benchmarks/kernel_bench.py --out "$OUT/kernels.md" 2>&1 | tee "$OUT/bench.log"

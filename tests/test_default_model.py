@@ -66,3 +66,13 @@ def test_the_same_normal_lines_score_the_same_in_every_month_year_and_time_zone(
         if reference is None:
             reference = scores
         assert scores == pytest.approx(reference, abs=1e-5), name
+
+
+def test_a_batch_is_tokenized_as_each_line_alone(scorer):
+    """encode_many's one call of the Rust tokenizer gives each line the ids transformers gives it."""
+    lines = [line for path in sorted(SAMPLES.rglob("*.log")) for line in path.read_text().splitlines()[:40]]
+    lines += ["", "  spaces  ", "ünïcödé ✓ \t tab", "<N6> looks masked already"]
+    encoded = scorer.encode_many([(f"s{i % 3}", line) for i, line in enumerate(lines)])
+    assert len(encoded) == len(lines) > 40
+    for (_, _, masked, ids) in encoded:
+        assert ids == scorer.tokenizer(masked + "\n", add_special_tokens=False).input_ids

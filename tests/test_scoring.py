@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from logstream.scoring.aggregate import AGGREGATES, aggregate, all_aggregates
+from logstream.scoring.aggregate import AGGREGATES, aggregate, all_aggregates, lines_aggregates
 from logstream.scoring.card import Calibration, ModelCard
 from logstream.scoring.masking import LineMasker, placeholder_tokens
 
@@ -45,6 +45,24 @@ def test_aggregates_on_a_hand_made_line():
     assert aggregate(torch.zeros(0), torch.zeros(0), "mean") == 0.0
     with pytest.raises(ValueError, match="unknown aggregate"):
         aggregate(logprobs, entropy, "median")
+
+
+def test_a_batch_of_lines_aggregates_as_each_line_alone():
+    """Lines of 1 to 9 tokens (fewer than top3's three too), one impossible token among them, and an
+    empty line: the batch gives each line's own aggregates."""
+    g = torch.Generator().manual_seed(0)
+    lengths = [int(n) for n in torch.randint(1, 10, (40,), generator=g)] + [1, 2, 0, 3]
+    logprobs = -torch.rand(sum(lengths), generator=g) * 12
+    entropy = torch.rand(sum(lengths), generator=g) * 5
+    logprobs[7] = float("-inf")
+    batch = lines_aggregates(logprobs, entropy, lengths)
+    starts = [sum(lengths[:i]) for i in range(len(lengths))]
+    assert len(batch) == len(lengths)
+    for start, n, got in zip(starts, lengths, batch):
+        alone = all_aggregates(logprobs[start:start + n], entropy[start:start + n])
+        assert got.keys() == alone.keys()
+        assert all(got[k] == pytest.approx(alone[k], rel=1e-12) for k in AGGREGATES), (n, got, alone)
+    assert lines_aggregates(logprobs[:0], entropy[:0], []) == []
 
 
 def test_model_card_round_trip_and_missing_card(tmp_path):

@@ -255,6 +255,7 @@ class StreamingEngine:
         bucket_of: list[tuple[int, int]] = []
         streams_in: list[set[str]] = []
         pages_in: list[int] = []  # paged layout: pool pages the pass's streams hold at most
+        longest_in: list[int] = []  # each pass's longest row (kept, not recounted: passes of 1,024 rows)
         last_group_of: dict[str, int] = {}
         earlier: dict[str, int] = {}  # tokens of a stream's pieces already placed
         max_rows = self.config.max_batch_rows if self.paged else self.pool.slots
@@ -274,7 +275,7 @@ class StreamingEngine:
 
         def fits(g: int, sid: str, n: int) -> bool:
             rows = len(groups[g]) + 1
-            longest = max([n] + [len(c.tokens) for _, c in groups[g]])
+            longest = max(n, longest_in[g])
             return (bucket_of[g] == bucket(sid, n) and rows <= max_rows and rows * longest <= self.config.max_batch_tokens
                     and (not self.paged or pages_in[g] + pages(sid, n) <= self.pool.capacity))
 
@@ -288,7 +289,9 @@ class StreamingEngine:
                 bucket_of.append(bucket(sid, n))
                 streams_in.append(set())
                 pages_in.append(0)
+                longest_in.append(0)
             groups[g].append(piece)
+            longest_in[g] = max(longest_in[g], n)
             streams_in[g].add(sid)
             pages_in[g] += pages(sid, n)
             last_group_of[sid] = g
