@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15's GPU checks, as one prepared run on a lent device machine (the `run` tool, carry [".whl"]):
 #   here first: scripts/device_wheels
-#   run: bash benchmarks/device_check.sh        (about 6 minutes on an H200; output under $OUT)
+#   run: bash benchmarks/device_check.sh        (about 4 minutes on an H200; output under $OUT)
 # 1. the kernel tests on the GPU (compiled kernels, not the interpreter), 2. benchmarks/kernel_bench.py,
 # whose report is benchmarks/results/kernels.md once copied back.
 set -uo pipefail
@@ -12,5 +12,5 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD:$PWD/tests:$PWD/benchmarks
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import sys, torch, triton, transformers; print(sys.version.split()[0], torch.__version__, triton.__version__, transformers.__version__)" | tee -a "$OUT/gpu.txt"
-timeout 150 python3 -m pytest tests/test_kernels.py -q -p no:cacheprovider 2>&1 | tee "$OUT/tests.log"
-timeout 330 python3 benchmarks/kernel_bench.py --out "$OUT/kernels.md" 2>&1 | tee "$OUT/bench.log"
+timeout 80 python3 -m pytest tests/test_kernels.py -q -p no:cacheprovider 2>&1 | tee "$OUT/tests.log"
+timeout 220 python3 benchmarks/kernel_bench.py --out "$OUT/kernels.md" --profile-dir "$OUT" 2>&1 | tee "$OUT/bench.log"

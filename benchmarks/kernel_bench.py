@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from cache_bench_setup import describe_machine
 from scorer_throughput import interleaved, stream_lines
 
-from logstream.cache import EngineConfig
+from logstream.cache import Chunk, EngineConfig
 from logstream.cache.paged_attention import PagedAttention
 from logstream.cache.pages import PagedPool, PagedStream
 from logstream.cache.sink import SinkPrefix
@@ -68,6 +68,22 @@ def timed(fn, device: torch.device, rounds: int = 20) -> float:
         fn()
         times.append(time.perf_counter() - started)
     return sorted(times)[len(times) // 2]
+
+
+def device_time(fn, device: torch.device) -> float | None:
+    """Seconds per call on the device alone: the call captured in a CUDA graph and replayed (triton's
+    do_bench_cudagraph), so the host's launch overhead is out of the figure. None off CUDA or where the
+    call cannot be captured."""
+    if device.type != "cuda":
+        return None
+    import triton.testing
+
+    try:
+        fn()  # compiled before capture
+        return triton.testing.do_bench_cudagraph(fn, rep=20, return_mode="median") / 1e3
+    except Exception as error:  # noqa: BLE001 - a figure left out, with its reason, not a failed run
+        print(f"not captured: {type(error).__name__}: {error}", flush=True)
+        return None
 
 
 def layer_case(streams: int, new_tokens: int, window: int, heads: int, kv_heads: int, head_dim: int, sink: int,
@@ -113,9 +129,11 @@ def sdpa_case(attention: PagedAttention, q: torch.Tensor, pool: PagedPool, prefi
 
 def time_layer(name: str, case: tuple, device: torch.device, args) -> dict:
     attention, q, k, v, pool, prefix = case
-    row = {name: timed(lambda: attention(0, q, k, v), device, args.rounds)}
+    row = {name: timed(lambda: attention(0, q, k, v), device, args.rounds),
+           f"{name}_graph": device_time(lambda: attention(0, q, k, v), device)}
     if not attention.kernels:
-        row["sdpa"] = timed(sdpa_case(attention, q, pool, prefix), device, args.rounds)
+        sdpa = sdpa_case(attention, q, pool, prefix)
+        row["sdpa"], row["sdpa_graph"] = timed(sdpa, device, args.rounds), device_time(sdpa, device)
         # what a pass must read: each row's window pages and the sinks, keys and values
         keys_read = q.shape[0] * attention.pages_per_row * args.page_tokens + args.sink
         row["bytes"] = 2 * pool.keys.element_size() * args.kv_heads * args.head_dim * keys_read
@@ -133,7 +151,7 @@ def attention_rows(args, device: torch.device, dtype: torch.dtype, peak: float) 
                 row.update(time_layer(name, layer_case(*shape, kernels=kernels), device, args))
                 if device.type == "cuda":
                     torch.cuda.empty_cache()
-            row["peak_share"] = row["bytes"] / row["triton"] / peak
+            row["peak_share"] = row["bytes"] / (row["triton_graph"] or row["triton"]) / peak
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows
@@ -157,7 +175,7 @@ def random_model_dir(target_params: float, out: Path) -> Path:
 
 
 def end_to_end(model_dir: Path, device: str, attention: str, streams: int, window: int, encoded_fill: list,
-               encoded_work: list, raw_work: list) -> dict:
+               encoded_work: list, raw_work: list, profile: str | None = None) -> dict:
     """The scorer's lines/s with every window full, ``streams`` lines (one of each stream) per call:
     ``model`` on lines already read and tokenized (``LineScorer.model_scores``: the engine and each
     line's aggregates), ``score`` on raw lines (``LineScorer.score``: reading, masking, tokenizing too)."""
@@ -166,12 +184,19 @@ def end_to_end(model_dir: Path, device: str, attention: str, streams: int, windo
     scorer = load_scorer(model_dir, device=device, engine_config=config)
     parameters = sum(p.numel() for p in scorer.engine.model.parameters())
     print(f"{model_dir.name}: {parameters / 1e6:.1f}M parameters, {attention}", flush=True)
-    for at in range(0, len(encoded_fill), 8 * streams):  # every window full first, 8 lines a stream a call
-        scorer.model_scores(encoded_fill[at:at + 8 * streams])
-    assert min(scorer.engine.stream_length(s) for s, *_ in encoded_fill[:streams]) >= window
+    history: dict[str, list[int]] = {}
+    for stream, _, _, ids in encoded_fill:
+        history.setdefault(stream, []).extend(ids)
+    longest = max(len(ids) for ids in history.values())
+    for at in range(0, longest, 128):  # every window full first, 128 tokens a stream a call
+        scorer.engine.score([Chunk(stream, ids[at:at + 128]) for stream, ids in history.items() if ids[at:at + 128]])
+    assert min(scorer.engine.stream_length(s) for s in history) >= window
 
     def rate(fn, work) -> float:
-        fn(work[:streams])  # compiled kernels and allocator warm
+        warm = 4 * streams  # the kernels compiled for each pass shape (length bucket) before the clock starts
+        for at in range(0, warm, streams):
+            fn(work[at:at + streams])
+        work = work[warm - streams:]
         if device.startswith("cuda"):
             torch.cuda.synchronize()
         started = time.perf_counter()
@@ -181,8 +206,25 @@ def end_to_end(model_dir: Path, device: str, attention: str, streams: int, windo
             torch.cuda.synchronize()
         return (len(work) - streams) / (time.perf_counter() - started)
 
-    return {"model": rate(scorer.model_scores, encoded_work), "score": rate(scorer.score, raw_work),
-            "parameters": parameters}
+    result = {"model": rate(scorer.model_scores, encoded_work), "score": rate(scorer.score, raw_work),
+              "parameters": parameters}
+    if profile:  # where a call's time goes, for the record: host functions and the waits on the device
+        import cProfile
+        import io
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for at in range(0, 4 * streams, streams):
+            scorer.model_scores(encoded_work[at:at + streams])
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(30)
+        Path(profile).write_text(f"{model_dir.name}, {attention}: 4 calls of model_scores, {streams} lines each\n"
+                                 + text.getvalue())
+    return result
 
 
 def encoded_lines(model_dir: Path, streams: int, window: int, lines: int) -> tuple[list, list, list]:
@@ -215,15 +257,27 @@ def write_markdown(args, machine, peak_nominal, peak_copy, rows, e2e, started) -
             (f"## One layer's attention (append + attend), L = {args.window}, {args.heads} query heads, "
              f"{args.kv_heads} KV heads, head_dim {args.head_dim}, {args.sink} sink tokens, pages of "
              f"{args.page_tokens} in {args.dtype}"), "",
-            ("Median time per call; tokens/s = new tokens of the pass / time; bandwidth = keys and values the "
-             "pass must read / the kernels' time. SDPA: on the keys already gathered (the gather not timed)."), "",
-            ("| streams | new tokens each | triton | torch path | SDPA | triton tokens/s | triton GB/s | "
-             "share of peak | vs torch | vs SDPA |"), "|---|---|---|---|---|---|---|---|---|---|"]
+            ("Median time per call. `call`: as the engine calls it, the host's launches included (Python and "
+             "Triton's launcher); `device`: the same call captured in a CUDA graph and replayed, the device's "
+             "time alone. tokens/s = new tokens of the pass / device time; bandwidth = keys and values the pass "
+             "must read / the kernels' device time. SDPA: on the keys already gathered (the gather not timed)."), "",
+            ("| streams | new tokens each | triton call | triton device | torch path call | torch path device | "
+             "SDPA call | SDPA device | triton tokens/s | triton GB/s | share of peak | vs torch (device) | "
+             "vs SDPA (device) |"), "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def us(x):
+        return "—" if x is None else f"{x * 1e6:,.1f} µs"
+
+    def ratio(a, b):
+        return "—" if a is None or b is None else f"{a / b:.2f}x"
+
     for r in rows:
         tokens = r["streams"] * r["tokens"]
-        text.append(f"| {r['streams']:,} | {r['tokens']} | {r['triton'] * 1e6:,.1f} µs | {r['torch'] * 1e6:,.1f} µs | "
-                    f"{r['sdpa'] * 1e6:,.1f} µs | {tokens / r['triton']:,.0f} | {r['bytes'] / r['triton'] / 1e9:,.0f} | "
-                    f"{100 * r['peak_share']:.0f} % | {r['torch'] / r['triton']:.2f}x | {r['sdpa'] / r['triton']:.2f}x |")
+        t = r["triton_graph"] or r["triton"]
+        text.append(f"| {r['streams']:,} | {r['tokens']} | {us(r['triton'])} | {us(r['triton_graph'])} | "
+                    f"{us(r['torch'])} | {us(r['torch_graph'])} | {us(r['sdpa'])} | {us(r['sdpa_graph'])} | "
+                    f"{tokens / t:,.0f} | {r['bytes'] / t / 1e9:,.0f} | {100 * r['peak_share']:.0f} % | "
+                    f"{ratio(r['torch_graph'] or r['torch'], t)} | {ratio(r['sdpa_graph'] or r['sdpa'], t)} |")
     text += ["", (f"## End to end: the scorer's lines/s, every window full ({args.window} tokens), one line of each "
                   f"of {args.e2e_streams:,} streams per call"), "",
              ("`model`: lines already read and tokenized (`LineScorer.model_scores`: the engine and each line's "
@@ -254,7 +308,8 @@ def main() -> None:
     parser.add_argument("--dtype", default="bfloat16")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--e2e-streams", type=int, default=1024)
-    parser.add_argument("--e2e-lines", type=int, default=50_000)
+    parser.add_argument("--e2e-lines", type=int, default=30_000)
+    parser.add_argument("--profile-dir", help="write a profile of the end-to-end calls per model and path here")
     parser.add_argument("--quick", action="store_true", help="tiny shapes, for a CPU in Triton's interpreter")
     parser.add_argument("--out", default="benchmarks/results/kernels.md")
     import sys
@@ -263,7 +318,7 @@ def main() -> None:
     args.argv = sys.argv[1:]
     if args.quick:
         args.streams, args.tokens, args.window, args.sink, args.page_tokens = [1, 4], [1, 5], 64, 8, 16
-        args.rounds, args.e2e_streams, args.e2e_lines, args.dtype = 2, 4, 16, "float32"
+        args.rounds, args.e2e_streams, args.e2e_lines, args.dtype = 2, 4, 40, "float32"
         args.out = str(Path(tempfile.gettempdir()) / "kernels-quick.md")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     started = datetime.now(UTC)
@@ -280,7 +335,9 @@ def main() -> None:
             models["random, about 20M parameters"] = random_model_dir(20e6, Path(tmp) / "model-20m")
         fill, work, raw = encoded_lines(models["shipped"], args.e2e_streams, args.window, args.e2e_lines)
         for name, model_dir in models.items():
-            e2e[name] = {a: end_to_end(model_dir, str(device), a, args.e2e_streams, args.window, fill, work, raw)
+            e2e[name] = {a: end_to_end(model_dir, str(device), a, args.e2e_streams, args.window, fill, work, raw,
+                                       profile=f"{args.profile_dir}/profile-{model_dir.name}-{a}.txt"
+                                       if args.profile_dir else None)
                          for a in ("triton", "torch")}
             print(name, json.dumps(e2e[name]), flush=True)
     write_markdown(args, machine, peak_nominal, peak_copy, rows, e2e, started)

@@ -101,9 +101,11 @@ def test_append_kernel_equals_its_reference(dtype):
     append_kv_reference(k, v, cos, sin, source, slot, pools[2], pools[3])
     written = pools[0].view(-1, Hkv, hd)[slot].float()
     assert written.abs().sum() > 0 and pools[0][0].abs().sum() == 0  # the padding page untouched
-    ulp = 0.0 if dtype == torch.float32 else 2 ** -7  # the interpreter may truncate where a GPU rounds
+    # float32: a GPU fuses the rotation's multiply-add (one rounding where torch rounds twice), measured
+    # on an H200 as a difference in the last bits; bfloat16: the interpreter may truncate where a GPU rounds
+    ulp = 2 ** -20 if dtype == torch.float32 else 2 ** -7
     for ours, ref in ((pools[0], pools[2]), (pools[1], pools[3])):
-        assert ((ours.float() - ref.float()).abs() <= ulp * ref.float().abs()).all()
+        assert ((ours.float() - ref.float()).abs() <= ulp * ref.float().abs() + 1e-6).all()
 
 
 @pytest.mark.parametrize("name", ["llama-gqa", "mistral-gqa", "qwen2-mha"])

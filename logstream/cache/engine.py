@@ -333,6 +333,10 @@ class StreamingEngine:
         real = attention.valid  # [B, T]; None: no padding
         if real is None:
             predictors, real_tokens, real_hidden = predictors.flatten(0, 1), tokens.flatten(), hidden.flatten(0, 1)
+        elif self.paged:  # by the index the pass made from its lengths: a mask would wait for the device
+            index = attention.real_index
+            predictors, real_tokens = predictors.flatten(0, 1)[index], tokens.flatten()[index]
+            real_hidden = hidden.flatten(0, 1)[index]
         else:
             predictors, real_tokens, real_hidden = predictors[real], tokens[real], hidden[real]
         logits = self.model.logits(predictors)  # [N, V] float32

@@ -56,11 +56,12 @@ class PagedAttention:
         # worked out here in Python, and the tensors are made in a few calls.
         starts = [s.length for s in states]
         los = [max(s.first, start - L) for s, start in zip(states, starts)]
-        tables, flat = [], []
-        for state, start, lo, n in zip(states, starts, los, lengths):  # pages of the tokens lo .. start + n - 1
-            pages, page0 = state.pages, state.page0
+        tables, flat, real = [], [], []
+        for row, (state, start, lo, n) in enumerate(zip(states, starts, los, lengths)):
+            pages, page0 = state.pages, state.page0  # pages of the tokens lo .. start + n - 1
             tables.append(pages[lo // P - page0:(start + n - 1) // P - page0 + 1])
             flat.extend(pages[q // P - page0] * P + q % P for q in range(start, start + n))
+            real.extend(range(row * T, row * T + n))
         self.pages_per_row = max(len(t_) for t_ in tables)
         W = self.pages_per_row * P
         table = [page for t_ in tables for page in t_ + [PAD_PAGE] * (self.pages_per_row - len(t_))]
@@ -68,6 +69,9 @@ class PagedAttention:
                                 for s, start, lo, n in zip(states, starts, los, lengths)], device=device)
         self.table = torch.tensor(table, device=device)
         self.write_flat = torch.tensor(flat, device=device)
+        # the real (unpadded) tokens as b * T + t of the padded pass, made here from the lengths: a mask's
+        # nonzero() would wait for the device (on CUDA) once a pass
+        self.real_index = torch.tensor(real, device=device)
         rel_t, span_t, from_page_t, n_t = per_row.unbind(1)
         if kernels:  # what the kernels read per row instead of a mask: [B] each, and the [B, n] page table
             self.counts = torch.tensor([len(t_) for t_ in tables], device=device, dtype=torch.int32)
@@ -81,7 +85,9 @@ class PagedAttention:
         # w = min(t - first, L): the distance to the sinks of a window that holds w tokens
         span = torch.clamp(span_t[:, None] + i, max=L)  # [B, T] = w
         positions = torch.stack((rel_t[:, None] + i, S + span), dim=1)  # [B, 2, T]
-        cos_table, sin_table = rotary.table(int(positions.max()) + 1, device, dtype)
+        # the table's size from the host's numbers (positions.max() would wait for the device)
+        highest = max(max(start - s.base for s, start in zip(states, starts)) + T - 1, S + L)
+        cos_table, sin_table = rotary.table(highest + 1, device, dtype)
         cos, sin = cos_table[positions], sin_table[positions]  # [B, 2, T, hd]
         self.cos_k, self.sin_k = cos[:, :1], sin[:, :1]  # [B, 1, T, hd]: the new keys' stable positions
         scale = 1.0 / math.sqrt(pool.head_dim)  # the softmax scale, folded into the query's rotation
@@ -91,10 +97,9 @@ class PagedAttention:
         # token from it) sees it when 0 <= d <= w. (Keys past a row's last real token are seen only
         # by its padding, whose outputs are dropped.)
         if not self.unpadded:
-            self.write_rows, self.write_cols = self.valid.nonzero(as_tuple=True)
+            self.write_rows, self.write_cols = self.real_index // T, self.real_index % T
         if kernels:  # the tokens to append, as b * T + t of the padded batch
-            self.write_source = (torch.arange(len(states) * T, device=device) if self.unpadded
-                                 else self.write_rows * T + self.write_cols)
+            self.write_source = self.real_index
             return
         d = (from_page_t[:, None] + i)[:, :, None] - torch.arange(W, device=device)  # [B, T, W]
         visible = (d >= 0) & (d <= span[:, :, None])
