@@ -12,5 +12,5 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD:$PWD/tests:$PWD/benchmarks
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,driver_version --format=csv | tee "$OUT/gpu.txt"
 python3 -c "import sys, torch, triton, transformers; print(sys.version.split()[0], torch.__version__, triton.__version__, transformers.__version__)" | tee -a "$OUT/gpu.txt"
-timeout 80 python3 -m pytest tests/test_kernels.py -q -p no:cacheprovider 2>&1 | tee "$OUT/tests.log"
-timeout 220 python3 benchmarks/kernel_bench.py --out "$OUT/kernels.md" --profile-dir "$OUT" 2>&1 | tee "$OUT/bench.log"
+timeout 70 python3 -m pytest tests/test_kernels.py -q -p no:cacheprovider 2>&1 | tee "$OUT/tests.log"
+timeout 190 python3 benchmarks/kernel_bench.py --out "$OUT/kernels.md" --profile-dir "$OUT" 2>&1 | tee "$OUT/bench.log"
