@@ -24,6 +24,7 @@ from .paged_attention import PagedAttention
 from .pages import PagedPool, PagedStream, PoolStats
 from .pool import SlotPool, StreamState
 from .sink import SinkPrefix, prime_sink_prefix
+from .transfer import to_device
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters
 _malloc_tuned = False
@@ -309,7 +310,7 @@ class StreamingEngine:
             if state.length + len(chunk.tokens) - state.base > self.config.rebase_interval:
                 self._rebase(state)
         T = max(lengths)
-        tokens = torch.tensor([list(c.tokens) + [0] * (T - len(c.tokens)) for c in chunks], device=device)
+        tokens = to_device([list(c.tokens) + [0] * (T - len(c.tokens)) for c in chunks], device)
         if self.paged:
             attention = PagedAttention(states, lengths, self.pool, self.sink, self.model.rotary, self.dtype,
                                        kernels=self.kernels)
@@ -353,7 +354,7 @@ class StreamingEngine:
         offsets = [0]
         for n in lengths:
             offsets.append(offsets[-1] + n)
-        final = hidden[torch.arange(len(chunks), device=device), torch.tensor(lengths, device=device) - 1]
+        final = hidden[torch.arange(len(chunks), device=device), to_device(lengths, device) - 1]
         if self.paged:
             final = final.clone()  # one small tensor the streams' rows point into, not the whole pass
         logprobs_cpu, entropy_cpu = token_logprobs.float().cpu(), entropy.float().cpu()

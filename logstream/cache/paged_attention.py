@@ -35,6 +35,7 @@ from ..model.llama import Rotary, apply_rope_signed
 from .attention import _bias
 from .pages import PAD_PAGE, PagedPool, PagedStream
 from .sink import SinkPrefix
+from .transfer import to_device
 
 # softmax attention over blocks of keys with its log-sum-exp: (out [B, H, T, hd], lse [B, H, T])
 FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
@@ -65,16 +66,16 @@ class PagedAttention:
         self.pages_per_row = max(len(t_) for t_ in tables)
         W = self.pages_per_row * P
         table = [page for t_ in tables for page in t_ + [PAD_PAGE] * (self.pages_per_row - len(t_))]
-        per_row = torch.tensor([[start - s.base, min(start - s.first, L), start - lo // P * P, n]
-                                for s, start, lo, n in zip(states, starts, los, lengths)], device=device)
-        self.table = torch.tensor(table, device=device)
-        self.write_flat = torch.tensor(flat, device=device)
+        per_row = to_device([[start - s.base, min(start - s.first, L), start - lo // P * P, n]
+                             for s, start, lo, n in zip(states, starts, los, lengths)], device)
+        self.table = to_device(table, device)
+        self.write_flat = to_device(flat, device)
         # the real (unpadded) tokens as b * T + t of the padded pass, made here from the lengths: a mask's
         # nonzero() would wait for the device (on CUDA) once a pass
-        self.real_index = torch.tensor(real, device=device)
+        self.real_index = to_device(real, device)
         rel_t, span_t, from_page_t, n_t = per_row.unbind(1)
         if kernels:  # what the kernels read per row instead of a mask: [B] each, and the [B, n] page table
-            self.counts = torch.tensor([len(t_) for t_ in tables], device=device, dtype=torch.int32)
+            self.counts = to_device([len(t_) for t_ in tables], device, torch.int32)
             self.from_page, self.span0 = from_page_t.to(torch.int32), span_t.to(torch.int32)
             self.table_2d = self.table.view(len(states), self.pages_per_row).to(torch.int32)
 

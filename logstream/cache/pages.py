@@ -36,6 +36,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .transfer import to_device
+
 PAD_PAGE = 0  # a page of zeros that pads every page table; never handed out, never written
 
 POOL, HOST, DISK = "pool", "host", "disk"
@@ -187,7 +189,7 @@ class PagedPool:
         if need > self.capacity:
             raise ValueError(f"a pass needs {need} pages but the pool has {self.capacity}: fewer rows per pass")
         wanted = set(stream_ids)
-        states = []
+        states, fresh = [], []
         for sid, n in zip(stream_ids, new_tokens):
             state = self.streams.get(sid)
             if state is None:
@@ -205,8 +207,11 @@ class PagedPool:
                 state.page0 = max(state.first, state.length - self.window) // self.page_tokens
             missing = last - (state.page0 + len(state.pages)) + 1
             if missing > 0:
-                state.pages += self._take(missing, wanted)
+                taken = self._take(missing, wanted, zero=False)
+                state.pages += taken
+                fresh += taken
             states.append(state)
+        self._zero(fresh)  # in one op for the pass, not one a stream (on CUDA each waited for the device)
         return states
 
     def commit(self, stream_id: str, state: PagedStream, added: int) -> None:
@@ -223,11 +228,16 @@ class PagedPool:
         if len(self._free) < n:
             self._make_room(n, keep)
         pages = [self._free.pop() for _ in range(n)]
-        if zero:  # a page's unwritten positions are masked out, but must be finite (0 * inf is not 0)
-            index = torch.tensor(pages, device=self.device, dtype=torch.long)
+        if zero:
+            self._zero(pages)
+        return pages
+
+    def _zero(self, pages: list[int]) -> None:
+        """A page's unwritten positions are masked out, but must be finite (0 * inf is not 0)."""
+        if pages:
+            index = to_device(pages, self.device)
             self.keys.index_fill_(1, index, 0)
             self.values.index_fill_(1, index, 0)
-        return pages
 
     def _make_room(self, n: int, keep: set[str]) -> None:
         """Free pool pages until ``n`` are free: shrink, then move to the host or disk tier, then forget."""
