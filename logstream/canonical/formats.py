@@ -143,6 +143,29 @@ def _bind_level(groups: dict) -> None:
         groups["level"] = "DEBUG"
 
 
+# Exim's main log (exim spec, "Log files"): a message's lines carry its id and a flag; the flags of a
+# delivery that failed (**) or was deferred (==) are its level. Lines about no message (connections,
+# rejections, queue runs) are recognised by how exim opens them, so that a stream of another program
+# with an ISO time in front (dpkg.log) is never read as exim.
+EXIM_ID = r"[0-9A-Za-z]{6}-[0-9A-Za-z]{6,11}-[0-9A-Za-z]{2,4}"
+EXIM_OPENINGS = (r"SMTP |H=|F=<|U=|exim \d|Start queue run|End queue run|no MAIL in SMTP|no host name found|"
+                 r"TLS error on connection|unexpected disconnection while|rejected (?:MAIL|RCPT|EHLO|HELO|AUTH)|"
+                 r"\w+ authenticator failed for|pid \d+: SIGHUP")
+EXIM_FLAGS = {"**": "ERROR", "==": "WARN"}  # delivery failed; delivery deferred (a temporary problem)
+# log_selector +subject: the subject is the sender's words, not exim's (a "Build failed" mail is no failure)
+EXIM_SUBJECT = re.compile(r'(?<=\sT=)"(?:[^"\\]|\\.)*"')
+
+
+def _exim(groups: dict) -> None:
+    if "message2" in groups:
+        groups["message"] = groups.pop("message2")
+    message = groups["message"]
+    flag = message[:2]
+    if flag in EXIM_FLAGS and message[2:3] == " ":
+        groups["level"] = EXIM_FLAGS[flag]
+    groups["message"] = EXIM_SUBJECT.sub('"..."', message)
+
+
 # --- the formats, most specific first -----------------------------------------------------------
 
 FORMATS: tuple[LogFormat, ...] = (
@@ -258,6 +281,12 @@ FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "mosquitto", "mosquitto's log with its default time stamp: epoch seconds: message",
         r"^(?P<timestamp>\d{10}): (?P<message>.*)$"),
+    LogFormat(
+        "exim", "Exim's main log: time [pid] message-id flag ... (** failed: ERROR, == deferred: WARN), and the "
+        "lines about no message that exim writes; the id is not read (a message's own), nor a mail's subject",
+        rf"^(?P<timestamp>\d{{4}}-\d{{2}}-\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:\.\d{{3}})?(?: [+-]\d{{4}})?) "
+        rf"(?:\[(?P<pid>\d+)\] )?(?:(?P<msgid>{EXIM_ID}) (?P<message>.*)|(?P<message2>(?:{EXIM_OPENINGS}).*))$",
+        post=_exim),
     LogFormat(
         "rfc5424", "Syslog RFC 5424: <pri>1 time host app procid msgid [structured data] message",
         r"^<(?P<pri>\d{1,3})>1 (?P<timestamp>\S+) (?P<host>\S+) (?P<process>\S+) (?P<pid>\S+) "
