@@ -76,3 +76,24 @@ def test_a_batch_is_tokenized_as_each_line_alone(scorer):
     assert len(encoded) == len(lines) > 40
     for (_, _, masked, ids) in encoded:
         assert ids == scorer.tokenizer(masked + "\n", add_special_tokens=False).input_ids
+
+
+def test_one_huge_line_cannot_wipe_a_streams_context():
+    """A line is read for at most max_line_tokens tokens (its head and its end): a 4 KB hostile line
+    no longer fills the window, so the normal lines after it keep most of their context."""
+    lines = (SAMPLES / "loghub" / "OpenSSH" / "OpenSSH_2k.log").read_text().splitlines()
+    hostile = f'Dec 10 09:32:20 LabSZ sshd[24680]: Bad protocol version identification "{"a" * 4000}" from 1.2.3.4'
+    elevation = {}
+    for cap in (512, 1_000_000):
+        scorer = load_scorer(DEFAULT_MODEL_DIR, device="cpu", dtype="float32",
+                             engine_config=EngineConfig(window=1024, slots=4), max_line_tokens=cap)
+        full = scorer.tokenizer(scorer.encode("x", hostile)[1] + "\n", add_special_tokens=False).input_ids
+        ids = scorer.encode("x", hostile)[2]
+        assert len(ids) == min(cap, len(full)) and ids[-1] == full[-1] and ids[:-1] == full[:len(ids) - 1]
+        for stream in ("hit", "calm"):
+            scorer.score([(stream, line) for line in lines[:120]])
+        scorer.score([("hit", hostile)])
+        after = {s: [x.score for x in scorer.score([(s, line) for line in lines[120:135]])] for s in ("hit", "calm")}
+        elevation[cap] = (sum(after["hit"]) - sum(after["calm"])) / 15
+    assert len(full) > 1024  # uncapped, the line alone is more than the window
+    assert elevation[512] < 0.5 * elevation[1_000_000], elevation

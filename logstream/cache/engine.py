@@ -269,32 +269,35 @@ class StreamingEngine:
 
         window_pages = self.window // self.pool.page_tokens + 2 if self.paged else 1
 
-        def bucket(sid: str, n: int) -> tuple[int, int]:
+        def bucket(n: int, need: int) -> tuple[int, int]:
             # rows of a pass are padded to its longest row, and (paged) its keys to its longest history:
             # by quarters of a window, so a short session does not pay for a full window passing with it
-            return _bucket(n), min(3, 4 * pages(sid, n) // window_pages) if self.paged else 0
+            return _bucket(n), min(3, 4 * need // window_pages) if self.paged else 0
 
-        def fits(g: int, sid: str, n: int) -> bool:
+        def fits(g: int, n: int, key: tuple[int, int], need: int) -> bool:
             rows = len(groups[g]) + 1
             longest = max(n, longest_in[g])
-            return (bucket_of[g] == bucket(sid, n) and rows <= max_rows and rows * longest <= self.config.max_batch_tokens
-                    and (not self.paged or pages_in[g] + pages(sid, n) <= self.pool.capacity))
+            return (bucket_of[g] == key and rows <= max_rows and rows * longest <= self.config.max_batch_tokens
+                    and pages_in[g] + need <= capacity)
 
+        capacity = self.pool.capacity if self.paged else 0
         for piece in pieces:
             sid, n = piece[1].stream_id, len(piece[1].tokens)
+            need = pages(sid, n)  # once a piece, not once a pass it is tried against
+            key = bucket(n, need)
             g = last_group_of.get(sid, -1) + 1
-            while g < len(groups) and (sid in streams_in[g] or not fits(g, sid, n)):
+            while g < len(groups) and (sid in streams_in[g] or not fits(g, n, key, need)):
                 g += 1
             if g == len(groups):
                 groups.append([])
-                bucket_of.append(bucket(sid, n))
+                bucket_of.append(key)
                 streams_in.append(set())
                 pages_in.append(0)
                 longest_in.append(0)
             groups[g].append(piece)
             longest_in[g] = max(longest_in[g], n)
             streams_in[g].add(sid)
-            pages_in[g] += pages(sid, n)
+            pages_in[g] += need
             last_group_of[sid] = g
             earlier[sid] = earlier.get(sid, 0) + n
         return groups
