@@ -166,6 +166,23 @@ def _exim(groups: dict) -> None:
     groups["message"] = EXIM_SUBJECT.sub('"..."', message)
 
 
+# Unbound's own log file (use-syslog: no): [epoch] or, with log-time-ascii, a syslog time; then
+# unbound[pid:thread] level: message. With log-replies, a reply line ends in the DNS RCODE (RFC 1035
+# 4.1.1, RFC 6895), which sets the level as an HTTP status does in an access log: the server failing
+# (SERVFAIL) is an error, a query it refused or could not parse a warning.
+DNS_RCODE_LEVELS = {"SERVFAIL": "ERROR", "FORMERR": "WARN", "NOTIMP": "WARN", "REFUSED": "WARN", "NOTAUTH": "WARN"}
+UNBOUND_REPLY = re.compile(r"^\S+ \S+ \S+ \S+ (?P<rcode>[A-Z]{4,8}) (?:\d+\.\d+ \d+ \d+|- - -)$")
+
+
+def _unbound(groups: dict) -> None:
+    if groups["level"] == "fatal error":
+        groups["level"] = "FATAL"
+    reply = UNBOUND_REPLY.match(groups["message"]) if groups["level"] == "info" else None
+    if reply:
+        groups["level"] = DNS_RCODE_LEVELS.get(reply.group("rcode"), "INFO")
+        groups["event"] = reply.group("rcode")
+
+
 # --- the formats, most specific first -----------------------------------------------------------
 
 FORMATS: tuple[LogFormat, ...] = (
@@ -281,6 +298,11 @@ FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "mosquitto", "mosquitto's log with its default time stamp: epoch seconds: message",
         r"^(?P<timestamp>\d{10}): (?P<message>.*)$"),
+    LogFormat(
+        "unbound", "Unbound's own log file: [epoch] or a syslog time, unbound[pid:thread] level: message; a reply "
+        "line's DNS RCODE sets the level (SERVFAIL: ERROR; REFUSED, FORMERR, NOTIMP, NOTAUTH: WARN) and reads as its event",
+        rf"^(?:\[(?P<epoch>\d{{9,11}})\]|(?P<timestamp>{SYSLOG_TIME})) (?P<process>[\w-]+)\[(?P<pid>\d+):(?P<thread>\d+)\] "
+        r"(?P<level>debug|info|notice|warning|error|fatal error|operational): (?P<message>.*)$", post=_unbound),
     LogFormat(
         "exim", "Exim's main log: time [pid] message-id flag ... (** failed: ERROR, == deferred: WARN), and the "
         "lines about no message that exim writes; the id is not read (a message's own), nor a mail's subject",
