@@ -171,7 +171,7 @@ def _exim(groups: dict) -> None:
 # 4.1.1, RFC 6895), which sets the level as an HTTP status does in an access log: the server failing
 # (SERVFAIL) is an error, a query it refused or could not parse a warning.
 DNS_RCODE_LEVELS = {"SERVFAIL": "ERROR", "FORMERR": "WARN", "NOTIMP": "WARN", "REFUSED": "WARN", "NOTAUTH": "WARN"}
-UNBOUND_REPLY = re.compile(r"^\S+ \S+ \S+ \S+ (?P<rcode>[A-Z]{4,8}) (?:\d+\.\d+ \d+ \d+|- - -)$")
+UNBOUND_REPLY = re.compile(r"^\S+ \S+ \S+ \S+ (?P<rcode>[A-Z]{4,8}) (?:\d+\.\d+ \d+ \d+|- - -)\s*$")  # a malformed query's ends in a space
 
 
 def _unbound(groups: dict) -> None:
