@@ -327,9 +327,12 @@ def test_a_problem_word_inside_a_name_is_a_name():
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
     for line in ("status installed libgpg-error-dev:amd<N2> <N1>.<N2>-<N1>", "serving /srv/errors/<N3>.html",
-                 "rotated error.log to error.log.<N1>"):
+                 "rotated error.log to error.log.<N1>",
+                 "server stats for thread <N1>: requestlist max <N1> avg <N1> exceeded <N1> jostled <N1>",
+                 "eth<N1>: rx packets <N5> errors <N1> dropped <N1> overruns <N1>"):
         assert not judge_and_learn(adaptive, line, level=None).anomaly, line
-    for line in ("dpkg: error processing package foo (--configure):", "upload failed.", "[error] disk full"):
+    for line in ("dpkg: error processing package foo (--configure):", "upload failed.", "[error] disk full",
+                 "login failed <N1> times for root", "rate limit exceeded <N2> of <N2>"):
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
 
 

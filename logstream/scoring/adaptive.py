@@ -259,9 +259,14 @@ class AdaptiveThresholds:
         self._sources: OrderedDict[str, _Source] = OrderedDict()
         # a problem word that names a field (``timeout=30000``, ``"error": null``) is a setting, and one
         # inside a name (the package ``libgpg-error-dev``, ``/srv/errors/``, ``error.log``) is a name: not
-        # verdicts (measured: every line of a real dpkg.log about libgpg-error-dev alerted)
-        self._problem_words = (re.compile(rf"(?<![-./])(?:{config.problem_words})(?![-/]|\.\w|\s*=|[\"']\s*:)",
-                                          re.IGNORECASE) if config.problem_words else None)
+        # verdicts (measured: every line of a real dpkg.log about libgpg-error-dev alerted); and one inside
+        # a list of counters (``avg <N1> exceeded <N1> jostled <N1>``: a number before it, a number and
+        # another counter after) names a counter (measured: unbound's statistics every few minutes, the
+        # only such lines of the four corpora)
+        words = config.problem_words
+        counter = rf"(?<=\d> )(?:{words}) <N\d+> [A-Za-z][\w-]* <N\d+>"
+        self._problem_words = (re.compile(rf"(?<![-./])(?!{counter})(?:{words})(?![-/]|\.\w|\s*=|[\"']\s*:)",
+                                          re.IGNORECASE) if words else None)
         self._rescoring: set[str] = set()  # sources whose score histories are being re-learned
 
     # -- deciding -------------------------------------------------------------------------------
