@@ -386,7 +386,9 @@ def test_offsets_are_committed_only_after_scoring_and_a_crash_loses_nothing(brok
     scenario = Scenario(broker.bootstrap_servers, workdir, settings={
         "LOGSTREAM_WORKER__BATCH_SIZE": "4", "LOGSTREAM_WORKER__COMMIT_INTERVAL_S": "0.2"})
     scenario.create_topics()
-    landed = produce(scenario.bootstrap, scenario.input_topic, many_streams(120, seed=41))
+    # enough lines that the worker is still at them when it is killed (120 were scored before the kill
+    # once scoring a batch got faster)
+    landed = produce(scenario.bootstrap, scenario.input_topic, many_streams(1_000, seed=41))
     group = scenario.kafka.consumer_group
 
     first = scenario.worker("crash-first")
