@@ -118,6 +118,7 @@ def stage_breakdown(messages: list[tuple[bytes, bytes]], batch_size: int, thread
     import torch
 
     import logstream.cache.attention as attention_mod
+    from logstream.cache.paged_attention import PagedAttention
     import logstream.scoring.scorer as scorer_mod
     from logstream.config import Settings
     from logstream.service.envelope import decode_entry
@@ -131,7 +132,10 @@ def stage_breakdown(messages: list[tuple[bytes, bytes]], batch_size: int, thread
     # wrappers on this process's objects only
     scorer.masker = _CallableWrapper(scorer.masker, t.wrap("mask", scorer.masker.__call__))
     tokenizer = scorer.tokenizer
-    scorer.tokenizer = _CallableWrapper(tokenizer, t.wrap("tokenizer", tokenizer.__call__))
+    backend = getattr(tokenizer, "backend_tokenizer", None)  # the scorer tokenizes a batch through it
+    scorer.tokenizer = _CallableWrapper(tokenizer, t.wrap("tokenizer", tokenizer.__call__), backend_tokenizer=None
+                                        if backend is None else _CallableWrapper(
+                                            backend, encode_batch=t.wrap("tokenizer", backend.encode_batch)))
     engine = scorer.engine
     engine.score = t.wrap("engine", engine.score)
     timed_forward = t.wrap("forward", engine._forward)
@@ -145,11 +149,13 @@ def stage_breakdown(messages: list[tuple[bytes, bytes]], batch_size: int, thread
     engine._forward = forward
     model = engine.model
     model.hidden_states = t.wrap("layers", model.hidden_states)
-    original_call, original_init = attention_mod.StreamingAttention.__call__, attention_mod.StreamingAttention.__init__
-    original_all = scorer_mod.all_aggregates
-    attention_mod.StreamingAttention.__call__ = t.wrap("attention", original_call)
-    attention_mod.StreamingAttention.__init__ = t.wrap("attention masks", original_init)
-    scorer_mod.all_aggregates = t.wrap("all_aggregates", original_all)  # the scorer's one call per line
+    # the attention backend of the engine's layout (slots: StreamingAttention, paged: PagedAttention)
+    backend_class = PagedAttention if engine.paged else attention_mod.StreamingAttention
+    original_call, original_init = backend_class.__call__, backend_class.__init__
+    original_aggregates = scorer_mod.lines_aggregates
+    backend_class.__call__ = t.wrap("attention", original_call)
+    backend_class.__init__ = t.wrap("attention masks", original_init)
+    scorer_mod.lines_aggregates = t.wrap("aggregates", original_aggregates)  # the scorer's one call a batch
     version = scorer.model_version
     from datetime import UTC, datetime
 
@@ -191,10 +197,10 @@ def stage_breakdown(messages: list[tuple[bytes, bytes]], batch_size: int, thread
         wall = time.perf_counter() - loop_started if loop_started else float("nan")
         cpu = time.process_time() - cpu_started if loop_started else float("nan")
     finally:
-        attention_mod.StreamingAttention.__call__, attention_mod.StreamingAttention.__init__ = original_call, original_init
-        scorer_mod.all_aggregates = original_all
+        backend_class.__call__, backend_class.__init__ = original_call, original_init
+        scorer_mod.lines_aggregates = original_aggregates
     s = t.seconds
-    aggregates = s["all_aggregates"]
+    aggregates = s["aggregates"]
     stages = {
         "decode envelope (JSON)": s["decode envelope"],
         "tokenize: masking (regex)": s["mask"],
@@ -221,10 +227,12 @@ def stage_breakdown(messages: list[tuple[bytes, bytes]], batch_size: int, thread
 
 
 class _CallableWrapper:
-    """Stands in for an object whose __call__ we time, passing every other attribute through."""
+    """Stands in for an object whose __call__ (and any attribute given) we time, passing every other
+    attribute through."""
 
-    def __init__(self, inner, call):
+    def __init__(self, inner, call=None, **attributes):
         self._inner, self._call = inner, call
+        self.__dict__.update(attributes)
 
     def __call__(self, *args, **kwargs):
         return self._call(*args, **kwargs)
