@@ -207,7 +207,7 @@ class PagedPool:
                 state.page0 = max(state.first, state.length - self.window) // self.page_tokens
             missing = last - (state.page0 + len(state.pages)) + 1
             if missing > 0:
-                taken = self._take(missing, wanted, zero=False)
+                taken = self._take(missing, wanted)
                 state.pages += taken
                 fresh += taken
             states.append(state)
@@ -224,13 +224,11 @@ class PagedPool:
 
     # --- room ---------------------------------------------------------------------------------
 
-    def _take(self, n: int, keep: set[str], zero: bool = True) -> list[int]:
+    def _take(self, n: int, keep: set[str]) -> list[int]:
+        """``n`` free pages, as they are: their old contents stay until written or ``_zero``-ed."""
         if len(self._free) < n:
             self._make_room(n, keep)
-        pages = [self._free.pop() for _ in range(n)]
-        if zero:
-            self._zero(pages)
-        return pages
+        return [self._free.pop() for _ in range(n)]
 
     def _zero(self, pages: list[int]) -> None:
         """A page's unwritten positions are masked out, but must be finite (0 * inf is not 0)."""
@@ -332,7 +330,7 @@ class PagedPool:
             self.disk.release(state.disk)
         state.host, state.disk = None, None
         self._move(stream_id, state, POOL)
-        pages = self._take(keys.shape[1], keep, zero=False)  # every position is written below
+        pages = self._take(keys.shape[1], keep)  # every position is written below, no zeroing
         index = torch.tensor(pages, device=self.device, dtype=torch.long)
         self.keys.index_copy_(1, index, keys.to(self.device, non_blocking=True))
         self.values.index_copy_(1, index, values.to(self.device, non_blocking=True))

@@ -50,7 +50,9 @@ class LogFormat:
         found = self.regex.match(line)
         if found is None:
             return None
-        groups = {k: v for k, v in found.groupdict().items() if v is not None}
+        # a format of two layouts names the second one's groups with a trailing 2 (``level2``: a regex
+        # cannot name two groups alike); whichever matched is read under the plain name
+        groups = {k[:-1] if k.endswith("2") else k: v for k, v in found.groupdict().items() if v is not None}
         if self.post is not None:
             self.post(groups)
         return groups
@@ -157,8 +159,6 @@ EXIM_SUBJECT = re.compile(r'(?<=\sT=)"(?:[^"\\]|\\.)*"')
 
 
 def _exim(groups: dict) -> None:
-    if "message2" in groups:
-        groups["message"] = groups.pop("message2")
     message = groups["message"]
     flag = message[:2]
     if flag in EXIM_FLAGS and message[2:3] == " ":
@@ -246,8 +246,7 @@ FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "python", "Python logging: asctime - name - levelname - message, and basicConfig's LEVEL:name:message",
         rf"^(?:(?P<timestamp>{ISO8601}) - (?P<component>\S+) - (?P<level>{LEVEL_WORD}) - "
-        rf"|(?P<level2>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<component2>[^:\s]*):)(?P<message>.*)$",
-        post=lambda g: g.update({k[:-1]: g.pop(k) for k in ("level2", "component2") if k in g})),
+        rf"|(?P<level2>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?P<component2>[^:\s]*):)(?P<message>.*)$"),
     LogFormat(
         "klog", "Go klog / glog (Kubernetes): Lmmdd time thread file:line] message",
         r"^(?P<level>[IWEF])(?P<timestamp>\d{4} \d{2}:\d{2}:\d{2}\.\d{6})\s+(?P<pid>\d+) "
