@@ -106,6 +106,10 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  r"invalid|illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
                  r"cannot|can't|unable|timed out|timeout|unreachable|too (?:large|long|many|big)|out of memory|"
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe)\b")
+# a success, or a program starting or stopping in order: what HAProxy and Redis log at WARNING on every
+# reload and restart (``UP`` in capitals only: "up" is in "valid up to", "set up", "up to date")
+BENIGN_WORDS = (r"\b(?:succeeded|success(?:ful|fully)?|passed|completed|starting|started|stopped|stopping|"
+                r"exiting|shut(?:ting)? down|shutdown|loaded|initiali[sz]ed|ready|bye)\b|(?-i:\bUP\b)")
 
 
 class AdaptiveSettings(Section):
@@ -139,6 +143,12 @@ class AdaptiveSettings(Section):
         PROBLEM_WORDS, description="regex (case-insensitive) of words that make a line read as a problem whatever "
         "its level: such a line, or one at a level other than TRACE/DEBUG/INFO/NOTICE, alerts while its pattern "
         "has never been seen with the same problem words in a normal line of its source ('' turns the rule off)")
+    benign_words: str = Field(
+        BENIGN_WORDS, description="regex (case-insensitive) of words that report a success or an orderly start or "
+        "stop ('succeeded', 'is UP', 'stopped', 'ready'): a line at a level other than TRACE/DEBUG/INFO/NOTICE with "
+        "one of them and no word of a bad outcome (a problem word, 'lost', 'down', 'terminated', 'signal', "
+        "'unexpectedly') is no news by its level alone ('' turns this off): HAProxy logs every reload at "
+        "WARNING, Redis every restart")
     problem_similarity: float = Field(0.7, gt=0, le=1, description="drain3 similarity of the patterns the "
                                       "problem rule compares ('Connection refused' and 'No such file' lines share "
                                       "most of their words)")

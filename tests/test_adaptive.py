@@ -218,6 +218,26 @@ def test_problem_words_quoted_in_a_debug_line_are_traced_data():
     assert judge_and_learn(adaptive, "thread 'tokio-rt-worker' panicked at src/main.rs:<N2>").how == UNSEEN_PROBLEM
 
 
+def test_a_success_or_an_orderly_stop_at_a_rare_level_is_no_news_and_does_not_make_the_level_common():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    up, down = "Server be_web/web<N1> is UP. <N1> active servers online.", "Server be_web/web<N1> is DOWN. <N1> active servers online."
+    for reload in range(30):  # every reload: WARN lines that report an orderly stop and a success
+        for line in ("Proxy fe_shop stopped (cumulated conns: FE: <N3>).", up):
+            verdict = judge_and_learn(adaptive, line, level="WARN")
+            assert not verdict.anomaly and "a success or an orderly start or stop" in verdict.routine, (reload, line)
+        feed(adaptive, "src", 2 * CONFIG.routine_gap, seed=reload)
+    # 60 such lines among 1,500 (4%) left WARN rare: a warning that reports none of it still alerts,
+    # in the very pattern of the benign lines too
+    assert judge_and_learn(adaptive, down, level="WARN").how in (RARE_LEVEL, UNSEEN_PROBLEM)
+    assert judge_and_learn(adaptive, "Proxy fe_shop stopped unexpectedly (cumulated conns: FE: <N3>).",
+                           level="WARN").anomaly
+    assert judge_and_learn(adaptive, "Server shut down: disk failure", level="ERROR").anomaly  # a problem word
+    off = AdaptiveThresholds(CONFIG.model_copy(update={"benign_words": ""}))
+    feed(off, "src", 300)
+    assert judge_and_learn(off, up, level="WARN").anomaly
+
+
 def test_sources_learn_apart():
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "a", 300)

@@ -49,6 +49,13 @@ source has shown, per template:
   most real errors of a source the model never saw are recurring problems whose mean token
   surprise reads like any other new message's, and the first of them teaches nothing (they were
   never normal).
+* **Benign news.** A line at such a level that reports a success or an orderly start or stop
+  (``benign_words``: "succeeded", "is UP", "stopped", "Configuration loaded") and no bad outcome
+  (a problem word, "lost", "down", "terminated", "signal", "unexpectedly") is no news by its level
+  alone: HAProxy logs every reload at WARNING ("Proxy fe_shop stopped"), Redis every restart ("Redis is
+  starting", "Server initialized"), and each one alerted. It is learned neither as a normal line at
+  its level nor as a problem coming back: the level stays as rare as the source's other lines make
+  it, and a warning of the same pattern without such words ("is DOWN" beside "is UP") still alerts.
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
   ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
@@ -104,6 +111,9 @@ LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
 QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
 # a quoted string (one cut off by the end of the line too): a payload echoed inside a line
 # (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
+# words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
+# an orderly stop)
+NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )down|terminated|signal(?:l?ed)?|unexpected(?:ly)?)\b", re.IGNORECASE)
 QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
 
 
@@ -267,6 +277,7 @@ class AdaptiveThresholds:
         counter = rf"(?<=\d> )(?:{words}) <N\d+> [A-Za-z][\w-]* <N\d+>"
         self._problem_words = (re.compile(rf"(?<![-./])(?!{counter})(?:{words})(?![-/]|\.\w|\s*=|[\"']\s*:)",
                                           re.IGNORECASE) if words else None)
+        self._benign_words = re.compile(config.benign_words, re.IGNORECASE) if config.benign_words else None
         self._rescoring: set[str] = set()  # sources whose score histories are being re-learned
 
     # -- deciding -------------------------------------------------------------------------------
@@ -284,7 +295,10 @@ class AdaptiveThresholds:
             return verdict
         state = self._sources[source]
         share = self._level_share(state, level)
-        if verdict.how != COLD and share is not None and share < self.config.rare_level_share:
+        benign = self._benign(masked, level)
+        if benign:  # held back, not learned as a normal line at its level
+            verdict.routine = f"{level} line that reports {benign!r}: a success or an orderly start or stop"
+        if verdict.how != COLD and share is not None and share < self.config.rare_level_share and not benign:
             pattern = self._level_pattern(state, masked, level)
             if not state.level_normal.get(pattern, 0):  # a pattern learned as normal at this level is no news
                 held_back = self._held_back(state, state.level_alerts.get(pattern))
@@ -330,12 +344,21 @@ class AdaptiveThresholds:
             masked = QUOTED.sub("''", masked)
         return list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
 
+    def _benign(self, masked: str, level: str | None) -> str | None:
+        """The word by which a line at a level that is not low reports a success or an orderly start or
+        stop, with no word of a bad outcome; else None (``benign_words``)."""
+        if (self._benign_words is None or level is None or has_event(level) or level in LOW_LEVELS
+                or NOT_BENIGN.search(masked) or self._problem_words_in(masked, level)):
+            return None
+        found = self._benign_words.search(masked)
+        return found.group(0) if found else None
+
     def _reads_as_problem(self, masked: str, level: str | None) -> str | None:
         """Why a line reads as a problem (its level, or a problem word), or None. A level that comes with
         an event (an access log's ``WARN Not Found``) is left to the rare-level rule: there the event is
         the pattern, and a 404 for a path never asked before is no news."""
         words = self._problem_words_in(masked, level)
-        if level is not None and not has_event(level) and level not in LOW_LEVELS:
+        if level is not None and not has_event(level) and level not in LOW_LEVELS and not self._benign(masked, level):
             article = "an" if level[:1] in "AEIOU" else "a"
             return f"{article} {level} line" + (" with the words " + ", ".join(map(repr, words[:3])) if words else "")
         return "the words " + ", ".join(repr(word) for word in words[:3]) if words else None
@@ -430,7 +453,10 @@ class AdaptiveThresholds:
                 state.templates[cluster.cluster_id].scores.append(score)
             return
         self._count(state, score)
-        if routine:
+        if self._benign(masked, level):
+            pass  # neither a normal line at its level nor a problem coming back: a warning in its pattern
+            # ("is DOWN" where "is UP" is benign) is still news
+        elif routine:
             self._recur(state, masked, level)
         else:
             self._problem_normal(state, masked, level)
