@@ -238,6 +238,28 @@ def test_a_success_or_an_orderly_stop_at_a_rare_level_is_no_news_and_does_not_ma
     assert judge_and_learn(off, up, level="WARN").anomaly
 
 
+def test_a_problem_word_counted_zero_is_no_problem_but_the_same_tally_above_zero_is():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+
+    def judge(text: str):  # what the scorer passes: the masked line, and its text before masking
+        masked = text.replace("0", "<N1>").replace("3", "<N1>")
+        verdict = adaptive.judge("src", masked, 2.0, text=text)
+        if verdict.anomaly:
+            adaptive.seen("src", 2.0, masked, text=text)
+        else:
+            adaptive.learn("src", masked, 2.0, routine=verdict.routine is not None, text=text)
+        return verdict
+
+    for restart in range(3):  # squid's start-up tallies, at every restart
+        assert not judge("0 Invalid entries.").anomaly and not judge("0 With invalid flags.").anomaly
+        assert not judge("5 passed, 0 failed").anomaly and not judge("errors: 0, warnings: 2").anomaly
+    # learned as normal with no problem word: the same tally above zero still reads as a problem
+    assert judge("3 Invalid entries.").how == UNSEEN_PROBLEM
+    assert judge("retry 0 failed").how == UNSEEN_PROBLEM  # a 0 that is an index, not a tally
+    assert judge("source: x.conf line: 34 pos: 0 parser failed").how == UNSEEN_PROBLEM  # a field's value
+
+
 def test_sources_learn_apart():
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "a", 300)

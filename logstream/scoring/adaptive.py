@@ -114,6 +114,14 @@ QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is trac
 # words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
 # an orderly stop)
 NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )down|terminated|signal(?:l?ed)?|unexpected(?:ly)?)\b", re.IGNORECASE)
+# a problem word counted zero, as tallies write it: a 0 that opens the line or a clause, or follows "with"
+# (and the like), then at most two words of its noun ("0 Invalid entries.", "0 With invalid flags", "5 passed,
+# 0 failed", "with 0 errors"); or the word, then ": 0" ending a clause ("errors: 0, warnings: 2"). Not an
+# index or a field's value: "retry 0 failed", "worker 0 failed to start", "line: 34 pos: 0 parser failed"
+# (lighttpd's bad configuration: measured)
+ZERO_BEFORE = re.compile(r"(?:^\s*|[,;(]\s*|\b(?:with|and|had|has|have|found)\s+)0 (?:[A-Za-z][\w-]* ){0,2}$",
+                         re.IGNORECASE)
+ZERO_AFTER = re.compile(r":? 0(?=\s*(?:$|[,;)\]}|]))")
 QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
 
 
@@ -283,19 +291,20 @@ class AdaptiveThresholds:
     # -- deciding -------------------------------------------------------------------------------
 
     def judge(self, source: str, masked: str, score: float, calibrated: float | None = None,
-              level: str | None = None) -> Verdict:
+              level: str | None = None, text: str | None = None) -> Verdict:
         """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal).
 
         ``calibrated``: the model's own threshold for this line, used where it holds (``calibration_holds``).
         ``level``: the line's level for the rare-level rule: its canonical level, with its event where the
         format has one (an access log's status, ``WARN Forbidden``), see ``level_key``.
+        ``text``: the line before masking, where a problem word counted zero (``0 Invalid entries``) shows.
         """
         verdict = self._judge_score(source, masked, score)
         if verdict.anomaly or verdict.how == FEEDBACK:
             return verdict
         state = self._sources[source]
         share = self._level_share(state, level)
-        benign = self._benign(masked, level)
+        benign = self._benign(masked, level, text)
         if benign:  # held back, not learned as a normal line at its level
             verdict.routine = f"{level} line that reports {benign!r}: a success or an orderly start or stop"
         if verdict.how != COLD and share is not None and share < self.config.rare_level_share and not benign:
@@ -308,7 +317,7 @@ class AdaptiveThresholds:
                     return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id,
                                    source, f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                                    f"(under {100 * self.config.rare_level_share:g}%)")
-        problem, held_back = self._unseen_problem(state, masked, level)  # from a source's first line on
+        problem, held_back = self._unseen_problem(state, masked, level, text)  # from a source's first line on
         if problem is not None and not held_back:
             return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
                            f"{problem}, in a pattern this source has never shown in a normal line")
@@ -329,42 +338,51 @@ class AdaptiveThresholds:
         above = sum(1 for s in state.recent if s > calibrated)
         return above <= self.config.familiar_share * len(state.recent)
 
-    def _problem_words_in(self, masked: str, level: str | None = None) -> list[str]:
+    def _problem_words_in(self, masked: str, level: str | None = None, text: str | None = None) -> list[str]:
         """The problem words of a line. A DEBUG or TRACE line's quoted text is data it traces (a record
         sent, a request's body), not the program's own verdict: words there do not count (measured:
         the worker's debug lines echoing alert records flagged 9.8 per 1,000 normal lines). A level's
         event written at the head of the line (``WARN Unauthorized: ...``) is the rare-level rule's to
         judge, not a problem word: each 401 for another agent was a pattern of its own, never routine
-        (measured on a replay of HAProxy's HTTP log: 22 false alerts from its 2,000th line on)."""
+        (measured on a replay of HAProxy's HTTP log: 22 false alerts from its 2,000th line on). With
+        the line's ``text`` before masking, a problem word counted zero there (``0 Invalid entries``,
+        ``0 With invalid flags``, ``errors: 0``) is a tally of nothing: not counted (measured: squid's
+        start-up tallies alerted at every restart)."""
         if self._problem_words is None:
             return []
         if has_event(level) and masked.startswith(level):
             masked = masked[len(level):]
         if level is not None and level.split(" ", 1)[0] in QUIET_LEVELS:
             masked = QUOTED.sub("''", masked)
-        return list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
+        words = list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
+        if words and text is not None:
+            zero = {m.group(0).lower() for m in self._problem_words.finditer(text)
+                    if ZERO_BEFORE.search(text, 0, m.start()) or ZERO_AFTER.match(text, m.end())}
+            words = [word for word in words if word not in zero]
+        return words
 
-    def _benign(self, masked: str, level: str | None) -> str | None:
+    def _benign(self, masked: str, level: str | None, text: str | None = None) -> str | None:
         """The word by which a line at a level that is not low reports a success or an orderly start or
         stop, with no word of a bad outcome; else None (``benign_words``)."""
         if (self._benign_words is None or level is None or has_event(level) or level in LOW_LEVELS
-                or NOT_BENIGN.search(masked) or self._problem_words_in(masked, level)):
+                or NOT_BENIGN.search(masked) or self._problem_words_in(masked, level, text)):
             return None
         found = self._benign_words.search(masked)
         return found.group(0) if found else None
 
-    def _reads_as_problem(self, masked: str, level: str | None) -> str | None:
+    def _reads_as_problem(self, masked: str, level: str | None, text: str | None = None) -> str | None:
         """Why a line reads as a problem (its level, or a problem word), or None. A level that comes with
         an event (an access log's ``WARN Not Found``) is left to the rare-level rule: there the event is
         the pattern, and a 404 for a path never asked before is no news."""
-        words = self._problem_words_in(masked, level)
-        if level is not None and not has_event(level) and level not in LOW_LEVELS and not self._benign(masked, level):
+        words = self._problem_words_in(masked, level, text)
+        if (level is not None and not has_event(level) and level not in LOW_LEVELS
+                and not self._benign(masked, level, text)):
             article = "an" if level[:1] in "AEIOU" else "a"
             return f"{article} {level} line" + (" with the words " + ", ".join(map(repr, words[:3])) if words else "")
         return "the words " + ", ".join(repr(word) for word in words[:3]) if words else None
 
     def _problem_key(self, state: _Source, masked: str, add: bool = False,
-                     level: str | None = None) -> tuple[int, str] | None:
+                     level: str | None = None, text: str | None = None) -> tuple[int, str] | None:
         """A problem's pattern: its strict drain3 cluster and the problem words it carries (sorted)."""
         if add:
             cluster_id = state.problems.add_log_message(masked)["cluster_id"]
@@ -373,15 +391,16 @@ class AdaptiveThresholds:
             if cluster is None:
                 return None
             cluster_id = cluster.cluster_id
-        return cluster_id, " ".join(sorted(self._problem_words_in(masked, level)))
+        return cluster_id, " ".join(sorted(self._problem_words_in(masked, level, text)))
 
-    def _unseen_problem(self, state: _Source, masked: str, level: str | None) -> tuple[str | None, str | None]:
+    def _unseen_problem(self, state: _Source, masked: str, level: str | None,
+                        text: str | None = None) -> tuple[str | None, str | None]:
         """(why this line is a problem never seen in a normal line of its source, or None; why it is held
         back, or None: it keeps coming back, or its burst has told the news: ``_held_back``)."""
-        why = self._reads_as_problem(masked, level)
+        why = self._reads_as_problem(masked, level, text)
         if why is None:
             return None, None
-        key = self._problem_key(state, masked, level=level)
+        key = self._problem_key(state, masked, level=level, text=text)
         if key is None:
             return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
@@ -442,7 +461,8 @@ class AdaptiveThresholds:
 
     # -- learning -------------------------------------------------------------------------------
 
-    def learn(self, source: str, masked: str, score: float, level: str | None = None, routine: bool = False) -> None:
+    def learn(self, source: str, masked: str, score: float, level: str | None = None, routine: bool = False,
+              text: str | None = None) -> None:
         """Take a line that did not alert as normal: its template's and its source's histories grow.
         ``routine``: a problem held back as routine (``Verdict.routine``): its level and problem pattern
         count as coming back again, not as normal."""
@@ -453,13 +473,13 @@ class AdaptiveThresholds:
                 state.templates[cluster.cluster_id].scores.append(score)
             return
         self._count(state, score)
-        if self._benign(masked, level):
+        if self._benign(masked, level, text):
             pass  # neither a normal line at its level nor a problem coming back: a warning in its pattern
             # ("is DOWN" where "is UP" is benign) is still news
         elif routine:
-            self._recur(state, masked, level)
+            self._recur(state, masked, level, text)
         else:
-            self._problem_normal(state, masked, level)
+            self._problem_normal(state, masked, level, text)
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
         cluster_id, known = self._cluster(state, masked)
@@ -473,20 +493,21 @@ class AdaptiveThresholds:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
 
-    def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None) -> None:
+    def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None,
+             text: str | None = None) -> None:
         """Count a line that alerted (it is not learned from, but the source has shown one more line,
         at its level; with its text, its problem pattern counts one more alert)."""
         if source in self._rescoring:
             return
         state = self._source(source)
         self._count(state, score)
-        self._recur(state, masked, level)
+        self._recur(state, masked, level, text)
 
-    def _recur(self, state: _Source, masked: str | None, level: str | None) -> None:
+    def _recur(self, state: _Source, masked: str | None, level: str | None, text: str | None = None) -> None:
         """A line not learned as normal: its level (in its pattern) and its problem pattern come back once more."""
         if masked is None:
             return
-        key = self._problem_key(state, masked, add=True, level=level)
+        key = self._problem_key(state, masked, add=True, level=level, text=text)
         state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config)
         state.level_alerts.setdefault(self._level_pattern(state, masked, level), Recurrence()).add(
             state.lines, self.config)
@@ -517,8 +538,8 @@ class AdaptiveThresholds:
         if len(state.level_normal) > self.config.max_templates:
             _forget_gone(state.level_normal, state.problems, at=1)
 
-    def _problem_normal(self, state: _Source, masked: str, level: str | None = None) -> None:
-        key = self._problem_key(state, masked, add=True, level=level)
+    def _problem_normal(self, state: _Source, masked: str, level: str | None = None, text: str | None = None) -> None:
+        key = self._problem_key(state, masked, add=True, level=level, text=text)
         state.problem_normal[key] = state.problem_normal.get(key, 0) + 1
         if len(state.problem_normal) > self.config.max_templates:
             _forget_gone(state.problem_normal, state.problems)
@@ -527,14 +548,16 @@ class AdaptiveThresholds:
         state.recent.append(score)
         state.lines += 1
 
-    def mark_normal(self, source: str, masked: str, score: float) -> None:
-        """An operator says lines like this are normal: its template alerts again only far above."""
+    def mark_normal(self, source: str, masked: str, score: float, level: str | None = None,
+                    text: str | None = None) -> None:
+        """An operator says lines like this are normal: its template alerts again only far above.
+        ``level`` and ``text`` as for ``judge``: its problem words are then the ones judging reads."""
         state = self._source(source)
         cluster_id, _ = self._cluster(state, masked)
         template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
         template.marked_normal_at = max(score, template.marked_normal_at or score)
         template.scores.append(score)
-        self._problem_normal(state, masked)
+        self._problem_normal(state, masked, level, text)
 
     @staticmethod
     def _match(miner: TemplateMiner, masked: str):

@@ -216,7 +216,8 @@ class LineScorer:
             return None
         canonical, masked, _ = self.encode(stream, line)
         source = self.source_of(stream, canonical)
-        self.adaptive.mark_normal(source, masked, score)
+        self.adaptive.mark_normal(source, masked, score, level=level_key(canonical.level, canonical.event),
+                                  text=canonical.text)
         return source
 
     def judge(self, scored: list[LineScore], known_normal: bool = False) -> None:
@@ -227,17 +228,18 @@ class LineScorer:
         for line in scored:
             source = self.source_of(line.stream, line.canonical)
             level = level_key(line.canonical.level, line.canonical.event) if line.canonical is not None else None
+            text = line.canonical.text if line.canonical is not None else None  # before masking
             line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold,
-                                               level=level)
+                                               level=level, text=text)
             if known_normal:
                 line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None,
                                        note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly:
-                self.adaptive.seen(source, line.score, line.masked, level=level)
+                self.adaptive.seen(source, line.score, line.masked, level=level, text=text)
             else:
                 self.adaptive.learn(source, line.masked, line.score, level=level,
-                                    routine=line.verdict.routine is not None)
+                                    routine=line.verdict.routine is not None, text=text)
 
     def end_surprise(self, stream: str) -> float | None:
         """-log p(end of session | the stream so far), in nats; None for a model not trained with
