@@ -109,8 +109,6 @@ BASELINE = "baseline"  # a line of a known-good log, learned as normal (``LineSc
 # format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
 LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
 QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
-# a quoted string (one cut off by the end of the line too): a payload echoed inside a line
-# (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
 # words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
 # an orderly stop)
 NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )down|terminated|signal(?:l?ed)?|unexpected(?:ly)?)\b", re.IGNORECASE)
@@ -122,6 +120,8 @@ NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )down|terminated|signal(?:l?ed)?|un
 ZERO_BEFORE = re.compile(r"(?:^\s*|[,;(]\s*|\b(?:with|and|had|has|have|found)\s+)0 (?:[A-Za-z][\w-]* ){0,2}$",
                          re.IGNORECASE)
 ZERO_AFTER = re.compile(r":? 0(?=\s*(?:$|[,;)\]}|]))")
+# a quoted string (one cut off by the end of the line too): a payload echoed inside a line
+# (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
 QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
 
 
@@ -465,7 +465,7 @@ class AdaptiveThresholds:
               text: str | None = None) -> None:
         """Take a line that did not alert as normal: its template's and its source's histories grow.
         ``routine``: a problem held back as routine (``Verdict.routine``): its level and problem pattern
-        count as coming back again, not as normal."""
+        count as coming back again, not as normal. ``level`` and ``text`` as for ``judge``."""
         state = self._source(source)
         if source in self._rescoring:
             cluster = self._match(state.miner, masked)
