@@ -304,7 +304,8 @@ class AdaptiveThresholds:
             return verdict
         state = self._sources[source]
         share = self._level_share(state, level)
-        benign = self._benign(masked, level, text)
+        words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
+        benign = self._benign(masked, level, words)
         if benign:  # held back, not learned as a normal line at its level
             verdict.routine = f"{level} line that reports {benign!r}: a success or an orderly start or stop"
         if verdict.how != COLD and share is not None and share < self.config.rare_level_share and not benign:
@@ -317,7 +318,7 @@ class AdaptiveThresholds:
                     return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id,
                                    source, f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                                    f"(under {100 * self.config.rare_level_share:g}%)")
-        problem, held_back = self._unseen_problem(state, masked, level, text)  # from a source's first line on
+        problem, held_back = self._unseen_problem(state, masked, level, words, benign)  # from a source's first line on
         if problem is not None and not held_back:
             return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
                            f"{problem}, in a pattern this source has never shown in a normal line")
@@ -361,29 +362,27 @@ class AdaptiveThresholds:
             words = [word for word in words if word not in zero]
         return words
 
-    def _benign(self, masked: str, level: str | None, text: str | None = None) -> str | None:
+    def _benign(self, masked: str, level: str | None, words: list[str]) -> str | None:
         """The word by which a line at a level that is not low reports a success or an orderly start or
-        stop, with no word of a bad outcome; else None (``benign_words``)."""
-        if (self._benign_words is None or level is None or has_event(level) or level in LOW_LEVELS
-                or NOT_BENIGN.search(masked) or self._problem_words_in(masked, level, text)):
+        stop, with no word of a bad outcome (``words``: its problem words); else None (``benign_words``)."""
+        if (self._benign_words is None or words or level is None or has_event(level) or level in LOW_LEVELS
+                or NOT_BENIGN.search(masked)):
             return None
         found = self._benign_words.search(masked)
         return found.group(0) if found else None
 
-    def _reads_as_problem(self, masked: str, level: str | None, text: str | None = None) -> str | None:
-        """Why a line reads as a problem (its level, or a problem word), or None. A level that comes with
-        an event (an access log's ``WARN Not Found``) is left to the rare-level rule: there the event is
-        the pattern, and a 404 for a path never asked before is no news."""
-        words = self._problem_words_in(masked, level, text)
-        if (level is not None and not has_event(level) and level not in LOW_LEVELS
-                and not self._benign(masked, level, text)):
+    @staticmethod
+    def _reads_as_problem(level: str | None, words: list[str], benign: str | None) -> str | None:
+        """Why a line reads as a problem (its level, or its problem ``words``), or None. A level that comes
+        with an event (an access log's ``WARN Not Found``) is left to the rare-level rule: there the event
+        is the pattern, and a 404 for a path never asked before is no news; so is a ``benign`` line."""
+        if level is not None and not has_event(level) and level not in LOW_LEVELS and not benign:
             article = "an" if level[:1] in "AEIOU" else "a"
             return f"{article} {level} line" + (" with the words " + ", ".join(map(repr, words[:3])) if words else "")
         return "the words " + ", ".join(repr(word) for word in words[:3]) if words else None
 
-    def _problem_key(self, state: _Source, masked: str, add: bool = False,
-                     level: str | None = None, text: str | None = None) -> tuple[int, str] | None:
-        """A problem's pattern: its strict drain3 cluster and the problem words it carries (sorted)."""
+    def _problem_key(self, state: _Source, masked: str, words: list[str], add: bool = False) -> tuple[int, str] | None:
+        """A problem's pattern: its strict drain3 cluster and the problem ``words`` it carries (sorted)."""
         if add:
             cluster_id = state.problems.add_log_message(masked)["cluster_id"]
         else:
@@ -391,16 +390,16 @@ class AdaptiveThresholds:
             if cluster is None:
                 return None
             cluster_id = cluster.cluster_id
-        return cluster_id, " ".join(sorted(self._problem_words_in(masked, level, text)))
+        return cluster_id, " ".join(sorted(words))
 
-    def _unseen_problem(self, state: _Source, masked: str, level: str | None,
-                        text: str | None = None) -> tuple[str | None, str | None]:
+    def _unseen_problem(self, state: _Source, masked: str, level: str | None, words: list[str],
+                        benign: str | None) -> tuple[str | None, str | None]:
         """(why this line is a problem never seen in a normal line of its source, or None; why it is held
         back, or None: it keeps coming back, or its burst has told the news: ``_held_back``)."""
-        why = self._reads_as_problem(masked, level, text)
+        why = self._reads_as_problem(level, words, benign)
         if why is None:
             return None, None
-        key = self._problem_key(state, masked, level=level, text=text)
+        key = self._problem_key(state, masked, words)
         if key is None:
             return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
@@ -473,13 +472,14 @@ class AdaptiveThresholds:
                 state.templates[cluster.cluster_id].scores.append(score)
             return
         self._count(state, score)
-        if self._benign(masked, level, text):
+        words = self._problem_words_in(masked, level, text)
+        if self._benign(masked, level, words):
             pass  # neither a normal line at its level nor a problem coming back: a warning in its pattern
             # ("is DOWN" where "is UP" is benign) is still news
         elif routine:
-            self._recur(state, masked, level, text)
+            self._recur(state, masked, level, words)
         else:
-            self._problem_normal(state, masked, level, text)
+            self._problem_normal(state, masked, words)
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
         cluster_id, known = self._cluster(state, masked)
@@ -501,13 +501,13 @@ class AdaptiveThresholds:
             return
         state = self._source(source)
         self._count(state, score)
-        self._recur(state, masked, level, text)
+        if masked is not None:
+            self._recur(state, masked, level, self._problem_words_in(masked, level, text))
 
-    def _recur(self, state: _Source, masked: str | None, level: str | None, text: str | None = None) -> None:
-        """A line not learned as normal: its level (in its pattern) and its problem pattern come back once more."""
-        if masked is None:
-            return
-        key = self._problem_key(state, masked, add=True, level=level, text=text)
+    def _recur(self, state: _Source, masked: str, level: str | None, words: list[str]) -> None:
+        """A line not learned as normal: its level (in its pattern) and its problem pattern (its problem
+        ``words``) come back once more."""
+        key = self._problem_key(state, masked, words, add=True)
         state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config)
         state.level_alerts.setdefault(self._level_pattern(state, masked, level), Recurrence()).add(
             state.lines, self.config)
@@ -538,8 +538,8 @@ class AdaptiveThresholds:
         if len(state.level_normal) > self.config.max_templates:
             _forget_gone(state.level_normal, state.problems, at=1)
 
-    def _problem_normal(self, state: _Source, masked: str, level: str | None = None, text: str | None = None) -> None:
-        key = self._problem_key(state, masked, add=True, level=level, text=text)
+    def _problem_normal(self, state: _Source, masked: str, words: list[str]) -> None:
+        key = self._problem_key(state, masked, words, add=True)
         state.problem_normal[key] = state.problem_normal.get(key, 0) + 1
         if len(state.problem_normal) > self.config.max_templates:
             _forget_gone(state.problem_normal, state.problems)
@@ -557,7 +557,7 @@ class AdaptiveThresholds:
         template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
         template.marked_normal_at = max(score, template.marked_normal_at or score)
         template.scores.append(score)
-        self._problem_normal(state, masked, level, text)
+        self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
 
     @staticmethod
     def _match(miner: TemplateMiner, masked: str):
