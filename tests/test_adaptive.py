@@ -258,6 +258,9 @@ def test_a_problem_word_counted_zero_is_no_problem_but_the_same_tally_above_zero
     assert judge("3 Invalid entries.").how == UNSEEN_PROBLEM
     assert judge("retry 0 failed").how == UNSEEN_PROBLEM  # a 0 that is an index, not a tally
     assert judge("source: x.conf line: 34 pos: 0 parser failed").how == UNSEEN_PROBLEM  # a field's value
+    # a long line full of problem words: each tally is still read where it is, the rest are problems
+    crowded = "error " * 2000 + "done, 0 failed"
+    assert adaptive._problem_words_in(crowded, text=crowded) == ["error"]
 
 
 def test_sources_learn_apart():
