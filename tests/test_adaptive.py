@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -236,6 +237,30 @@ def test_a_success_or_an_orderly_stop_at_a_rare_level_is_no_news_and_does_not_ma
     off = AdaptiveThresholds(CONFIG.model_copy(update={"benign_words": ""}))
     feed(off, "src", 300)
     assert judge_and_learn(off, up, level="WARN").anomaly
+
+
+def test_an_exit_with_status_zero_at_a_rare_level_is_no_news_but_any_other_status_is():
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+
+    def judge(text: str, level: str = "WARN"):  # the masked line, and its text before masking
+        masked = re.sub(r"\d+", "<N1>", text)
+        verdict = adaptive.judge("src", masked, 2.0, level=level, text=text)
+        if verdict.anomaly:
+            adaptive.seen("src", 2.0, masked, level=level, text=text)
+        else:
+            adaptive.learn("src", masked, 2.0, level=level, routine=verdict.routine is not None, text=text)
+        return verdict
+
+    for reload in range(10):  # HAProxy, after every reload: the old worker's clean exit, at WARNING
+        verdict = judge(f"Former worker ({1200 + reload}) exited with code 0 (Exit)")
+        assert not verdict.anomaly and "'exited with code 0'" in verdict.routine, reload
+        feed(adaptive, "src", 2 * CONFIG.routine_gap, seed=reload)
+    # masked, every status reads the same: the text tells them apart
+    assert judge("Current worker (1300) exited with code 143 (Terminated)", level="ALERT").anomaly
+    assert judge("Former worker (1301) exited with code 1 (Exit)").anomaly
+    assert judge("child exited with status 0x80").anomaly
+    assert judge("worker exited with code 0 after a signal 9").anomaly  # a bad outcome beside it
 
 
 def test_a_problem_word_counted_zero_is_no_problem_but_the_same_tally_above_zero_is():

@@ -50,7 +50,8 @@ source has shown, per template:
   surprise reads like any other new message's, and the first of them teaches nothing (they were
   never normal).
 * **Benign news.** A line at such a level that reports a success or an orderly start or stop
-  (``benign_words``: "succeeded", "is UP", "stopped", "Configuration loaded") and no bad outcome
+  (``benign_words``: "succeeded", "is UP", "stopped", "Configuration loaded"; or, in its text before
+  masking, an exit with status 0: "exited with code 0") and no bad outcome
   (a problem word, "lost", "down", "terminated", "signal", "unexpectedly") is no news by its level
   alone: HAProxy logs every reload at WARNING ("Proxy fe_shop stopped"), Redis every restart ("Redis is
   starting", "Server initialized"), and each one alerted. It is learned neither as a normal line at
@@ -120,6 +121,10 @@ NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )down|terminated|signal(?:l?ed)?|un
 ZERO_BEFORE = re.compile(r"(?:^\s*|[,;(]\s*|\b(?:with|and|had|has|have|found)\s+)0 (?:[A-Za-z][\w-]* ){0,2}$",
                          re.IGNORECASE)
 ZERO_AFTER = re.compile(r":? 0(?=\s*(?:$|[,;)\]}|]))")
+# a process that exited with status 0 ended in success: HAProxy logs each old worker's clean exit after a
+# reload at WARNING ("Former worker (1234) exited with code 0 (Exit)"). Read in the text before masking
+# (masking hides which number was 0); not "code 0x80", "status 01" or "code 1"
+EXIT_ZERO = re.compile(r"\bexit(?:ed|s)?\b[^.;:]{0,24}?\b(?:code|status)\s*[=:]?\s*0(?![\w.])", re.IGNORECASE)
 ZERO_REACH = 80  # characters before a problem word that ZERO_BEFORE reads: a line full of problem words is
 # not read again from its start for each one (a 16 KiB line of "error error ..." took 1.1 s: measured)
 # a quoted string (one cut off by the end of the line too): a payload echoed inside a line
@@ -307,7 +312,7 @@ class AdaptiveThresholds:
         state = self._sources[source]
         share = self._level_share(state, level)
         words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
-        benign = self._benign(masked, level, words)
+        benign = self._benign(masked, level, words, text)
         if benign:  # held back, not learned as a normal line at its level
             verdict.routine = f"{level} line that reports {benign!r}: a success or an orderly start or stop"
         if verdict.how != COLD and share is not None and share < self.config.rare_level_share and not benign:
@@ -365,13 +370,14 @@ class AdaptiveThresholds:
             words = [word for word in words if word not in zero]
         return words
 
-    def _benign(self, masked: str, level: str | None, words: list[str]) -> str | None:
-        """The word by which a line at a level that is not low reports a success or an orderly start or
-        stop, with no word of a bad outcome (``words``: its problem words); else None (``benign_words``)."""
+    def _benign(self, masked: str, level: str | None, words: list[str], text: str | None = None) -> str | None:
+        """The words by which a line at a level that is not low reports a success or an orderly start or
+        stop (``benign_words``, or an exit with status 0 in its ``text``), with no word of a bad outcome
+        (``words``: its problem words); else None."""
         if (self._benign_words is None or words or level is None or has_event(level) or level in LOW_LEVELS
                 or NOT_BENIGN.search(masked)):
             return None
-        found = self._benign_words.search(masked)
+        found = self._benign_words.search(masked) or (EXIT_ZERO.search(text) if text else None)
         return found.group(0) if found else None
 
     @staticmethod
@@ -476,7 +482,7 @@ class AdaptiveThresholds:
             return
         self._count(state, score)
         words = self._problem_words_in(masked, level, text)
-        if self._benign(masked, level, words):
+        if self._benign(masked, level, words, text):
             pass  # neither a normal line at its level nor a problem coming back: a warning in its pattern
             # ("is DOWN" where "is UP" is benign) is still news
         elif routine:
