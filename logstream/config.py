@@ -166,6 +166,12 @@ class AdaptiveSettings(Section):
                                 "of the burst is the same news (not learned as normal; the burst still counts as "
                                 "one episode). 0: every line of a burst alerts")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
+    range_min_lines: int = Field(100, ge=0, description="normal lines a template's numeric field needs before a "
+                                 "value far outside what it held alerts (0 turns the rule off)")
+    range_factor: float = Field(10.0, gt=1, description="how far outside a field's range a value alerts: above "
+                                "this many times its greatest value (once nonzero), below its least over this "
+                                "factor (a field never under 100 and within this factor of its least), or "
+                                "negative where it never was")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
 

@@ -796,6 +796,7 @@ class WrittenLogs:
 class ProducedLogs:
     lines: int
     anomalous_lines: int
+    ends: dict[int, int] = field(default_factory=dict)  # partition -> the offset after the last line sent there
 
 
 class SyntheticLogs:
@@ -883,6 +884,7 @@ class SyntheticLogs:
             await producer.stop()
             raise unreachable(kafka.bootstrap_servers, exc) from None
         unacknowledged: deque = deque()  # (entry, send future) of anomalous entries, in send order
+        last_of_stream: dict = {}  # stream -> the send future of its latest entry (a stream is one partition)
         pace = _Pace(rate_lines_per_s)
         sent = anomalous = 0
         try:
@@ -892,6 +894,7 @@ class SyntheticLogs:
                     envelope = LogEnvelope(line=entry.line, source=entry.service, stream=entry.stream,
                                            timestamp=entry.timestamp)
                     future = await producer.send(topic, value=envelope.to_bytes(), key=entry.stream.encode())
+                    last_of_stream[entry.stream] = future
                     sent += 1
                     if entry.label:
                         anomalous += 1
@@ -903,6 +906,10 @@ class SyntheticLogs:
                 while unacknowledged:
                     entry, future = unacknowledged.popleft()
                     labels.write(entry, await future)
+                ends: dict[int, int] = {}
+                for future in last_of_stream.values():
+                    landed = await future
+                    ends[landed.partition] = max(ends.get(landed.partition, 0), landed.offset + 1)
         finally:
             # stop() flushes what is still buffered; bounded, so Ctrl-C (or SIGTERM) never hangs on a
             # slow or gone broker: what was not acknowledged by then may or may not have landed
@@ -912,7 +919,7 @@ class SyntheticLogs:
                 logging.getLogger(__name__).warning(
                     "the broker did not acknowledge the last lines within %g s; stopped without them",
                     PRODUCER_STOP_TIMEOUT_S)
-        return ProducedLogs(sent, anomalous)
+        return ProducedLogs(sent, anomalous, ends)
 
 
 class _KafkaLabels:

@@ -9,8 +9,9 @@ import re
 import pytest
 
 from logstream.config import AdaptiveSettings
-from logstream.scoring.adaptive import (CALIBRATED, COLD, FEEDBACK, NOVEL, RARE_LEVEL, TEMPLATE, UNSEEN_PROBLEM,
-                                       AdaptiveThresholds, level_key)
+from logstream.scoring.adaptive import (CALIBRATED, COLD, FEEDBACK, NOVEL, OUT_OF_RANGE, RARE_LEVEL, TEMPLATE,
+                                       UNSEEN_PROBLEM, AdaptiveThresholds, level_key)
+from logstream.scoring.masking import LineMasker
 
 CONFIG = AdaptiveSettings(cold_start_lines=50, min_template_lines=10, history=64, margin=1.0, iqr_margin=3.0)
 USERS = ("alice", "bob", "carol", "dave")
@@ -286,6 +287,72 @@ def test_a_problem_word_counted_zero_is_no_problem_but_the_same_tally_above_zero
     # a long line full of problem words: each tally is still read where it is, the rest are problems
     crowded = "error " * 2000 + "done, 0 failed"
     assert adaptive._problem_words_in(crowded, text=crowded) == ["error"]
+
+
+def judge_text(adaptive: AdaptiveThresholds, text: str, score: float = 2.0):
+    """What the scorer passes for a line read whole: its masked text, and its text before masking."""
+    masked = LineMasker()(text)
+    verdict = adaptive.judge("src", masked, score, text=text)
+    if verdict.anomaly:
+        adaptive.seen("src", score, masked, text=text)
+    else:
+        adaptive.learn("src", masked, score, routine=verdict.routine is not None, text=text)
+    return verdict
+
+
+def test_a_value_far_outside_its_fields_range_alerts_and_names_the_field():
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
+    rng = random.Random(1)
+    line = "request {} processed: status 200, {} bytes in {} ms, deadline {} on worker-{}"
+    for i in range(300):  # bytes 0..400,000, latency 1..3,000 ms, deadline 10,000..30,000; a counter in a name
+        text = line.format(f"{rng.getrandbits(32):08x}", rng.randint(0, 400_000), rng.randint(1, 3000),
+                           rng.randint(10_000, 30_000), i)
+        assert not judge_text(adaptive, text).anomaly, i
+    usual = ("ab12cd34", 5_000, 40, 20_000, 7)
+    assert not judge_text(adaptive, line.format(*usual)).anomaly
+    assert not judge_text(adaptive, line.format("ab12cd34", 5_000, 40, 20_000, 99_999)).anomaly  # inside a name
+    for values, field in ((("ab12cd34", 5_000, 90_249, 20_000, 7), "90,249"),  # 30x the greatest latency
+                          (("ab12cd34", -475_080, 40, 20_000, 7), "-475,080"),  # never negative
+                          (("ab12cd34", 5_000, 40, 0, 7), "0")):  # 10,000 is the least deadline
+        verdict = judge_text(adaptive, line.format(*values))
+        assert verdict.how == OUT_OF_RANGE and verdict.anomaly, values
+        assert f"'{field}" in verdict.note and "normal lines" in verdict.note
+    # 10x is the bar: a latency of 29,000 (9.7x the greatest) is in range
+    assert not judge_text(adaptive, line.format("ab12cd34", 5_000, 29_000, 20_000, 7)).anomaly
+    # what was learned survives a restart
+    again = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
+    again.load_state(json.loads(json.dumps(adaptive.state())))
+    assert judge_text(again, line.format("ab12cd34", 5_000, 400_000, 20_000, 7)).how == OUT_OF_RANGE
+    # an operator's mark takes the value into the field's range
+    marked = line.format("ab12cd34", 5_000, 400_000, 20_000, 7)
+    again.mark_normal("src", LineMasker()(marked), 2.0, text=marked)
+    assert not judge_text(again, marked).anomaly
+    off = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 0}))
+    off.load_state(adaptive.state())
+    assert not judge_text(off, line.format("ab12cd34", 5_000, 400_000, 20_000, 7)).anomaly
+
+
+def test_a_field_that_keeps_going_out_of_range_turns_routine_and_its_range_widens():
+    config = CONFIG.model_copy(update={"range_min_lines": 50, "routine_episodes": 3, "routine_gap": 5})
+    adaptive = AdaptiveThresholds(config)
+    for i in range(100):
+        judge_text(adaptive, f"queue depth {i % 9 + 1} after flush")
+    alerts = []
+    for episode in range(6):  # the queue now backs up now and then: 100 deep, episode after episode
+        for i in range(10):
+            judge_text(adaptive, f"queue depth {i % 9 + 1} after flush")
+        alerts.append(judge_text(adaptive, "queue depth 100 after flush").anomaly)
+    assert alerts[:3] == [True] * 3 and not any(alerts[3:])  # routine after 3 episodes: then learned
+    for i in range(30):
+        judge_text(adaptive, f"queue depth {i % 9 + 1} after flush")
+    assert not judge_text(adaptive, "queue depth 900 after flush").anomaly  # 9x the widened range
+
+
+def test_the_masker_reads_the_values_behind_its_number_placeholders():
+    masker = LineMasker()
+    text = "blk_-42 at 10.0.0.1:80 took -5 ms, size=-1200 on worker-7 v1.2 0x1f"
+    assert masker(text) == "<BLK> at <IP> took -<N1> ms, size=-<N4> on worker-<N1> v<N1>.<N1> <HEX>"
+    assert masker.numbers(text) == [-5, -1200, 7, 1, 2]  # a sign, not the dash of a name
 
 
 def test_sources_learn_apart():

@@ -39,5 +39,7 @@ def test_an_anomaly_counts_as_detected_only_when_an_alert_names_its_line():
     assert (summary.injected, summary.detected, summary.missed, summary.pending) == (2, 1, 1, 0)
     assert (summary.alerts, summary.false_alerts) == (2, 1)
     assert summary.precision == 0.5 and summary.recall == 0.5
+    assert summary.flagged == 2  # anomaly 2's line 21 was flagged, and folded: said, not counted as detected
     assert summary.verdict() == ("precision 50% (1 of 2 alerts name an injected line), recall 50% (1 of 2 "
-                                 "injected anomalies named by an alert)")
+                                 "injected anomalies named by an alert; 2 flagged, 1 of them folded into an alert "
+                                 "of their stream and pattern already open)")

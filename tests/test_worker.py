@@ -496,15 +496,25 @@ def demo_env() -> dict[str, str]:
 def test_demo_runs_end_to_end_and_prints_a_tally(model_dir, tmp_path):
     temp = tmp_path / "tmp"  # the machine's temporary directory, as the demo and its worker see it
     temp.mkdir()
-    demo = subprocess.run([sys.executable, "-m", "logstream.cli", "demo", "--lines", "150", "--rate", "100"],
+    demo = subprocess.run([sys.executable, "-m", "logstream.cli", "demo", "--lines", "150", "--rate", "100",
+                           "--history", "400", "--anomaly-rate", "0.05"],
                           env={**demo_env(), "TMPDIR": str(temp)}, cwd=tmp_path, capture_output=True, text=True,
                           timeout=600, check=False)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    # the history first, tallied apart; then the live part, whose alerts are shown and tallied
+    read = re.search(r"history read: 400 lines in \d+ s; (\d+) alerts in it", demo.stdout)
+    assert read, demo.stdout[-3000:]
+    learning = re.search(r"while learning \(the history, 400 of 400 lines scored\): precision .*recall \S+ "
+                         r"\((\d+) of (\d+) injected anomalies", demo.stdout)
+    assert learning and int(learning.group(2)) > 0, demo.stdout[-3000:]  # the history has anomalies too
     final = re.search(r"final tally: 150 lines sent, injected (\d+) anomalies: (\d+) detected, (\d+) missed, "
                       r"0 not scored yet \| (\d+) alerts, (\d+) false \| 150 lines scored", demo.stdout)
     assert final, demo.stdout[-3000:]
-    injected, detected, missed = (int(final.group(i)) for i in (1, 2, 3))
+    injected, detected, missed, alerts = (int(final.group(i)) for i in (1, 2, 3, 4))
     assert detected + missed == injected
+    live = demo.stdout.split("Live from here:", 1)[1]
+    assert len(re.findall(r"^(?:INJECTED|false) ", live, re.M)) == alerts  # each live alert shown once
+    assert read.start() < demo.stdout.index("final tally")
     assert "metrics: http://127.0.0.1:" in demo.stdout
     # it cleaned up after itself: the worker stopped gracefully, and neither it nor the broker is left
     assert "worker stopped (exit code 0)" in demo.stdout

@@ -5,6 +5,14 @@ process, ``logstream worker``), the synthetic producer (labeled injected anomali
 labels) and a follower of the alerts and scores topics that prints each alert as it arrives and a
 tally: anomalies injected so far, detected, missed, false alerts. ``--lines N`` stops once N lines
 were produced and scored, ``--duration S`` after S seconds; Ctrl-C stops everything cleanly.
+
+First comes the services' history (``--history N`` lines from before the demo, with anomalies at the
+same rate), sent as fast as the worker takes them, as ``logstream tail`` reads the lines a file
+already holds: a source is judged against its own normal lines, and a service just pointed at logs
+starts from what they hold, not from nothing. Its alerts are tallied apart and not printed; the
+live part is what a user of a running service sees. ``--history 0`` shows the cold start instead
+(measured on these logs: precision 29%, recall 39% over the first 3,000 lines, most false alerts in
+each source's first thousand lines).
 """
 
 from __future__ import annotations
@@ -18,27 +26,33 @@ import socket
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 DEFAULT_SCORES_TOPIC = "logstream-scores"
 STATUS_EVERY_S = 10.0
+DEFAULT_HISTORY = 7000  # about a thousand lines per stream of the default services
+SYNTH_LINES_PER_S = 50  # the synthetic services' own pace (their time stamps): where the history starts
 
 
 def add_arguments(p):
     p.add_argument("--lines", type=int, metavar="N", help="produce N lines, stop once all are scored")
-    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds")
+    p.add_argument("--duration", type=float, metavar="S", help="stop after S seconds of the live part")
     p.add_argument("--rate", type=float, default=50.0, metavar="LINES_PER_S",
                    help="lines per second (default: 50)")
     p.add_argument("--anomaly-rate", type=float, default=0.02, metavar="R",
                    help="fraction of lines that are injected anomalies (default: 0.02)")
+    p.add_argument("--history", type=int, default=DEFAULT_HISTORY, metavar="N",
+                   help="lines of the services' past logs sent first, as fast as the worker takes them (as "
+                        "`logstream tail` reads what a file already holds): the worker learns the sources from "
+                        "them; their alerts are counted apart, not shown (default: %(default)s; 0: start cold)")
     p.add_argument("--seed", type=int, default=0, help="synthetic logs seed (default: 0)")
     p.add_argument("--start", type=datetime.fromisoformat, metavar="ISO_TIME",
                    help="time stamp of the first synthetic line (default: now); the model never reads it, "
                         "so any month gives the same alerts")
     p.add_argument("--drain-timeout", type=float, default=300.0, metavar="S",
                    help="with --lines: longest wait, after the last line was sent, for the worker to score "
-                        "them all (default: 300)")
+                        "them all; also for the history (default: 300)")
 
 
 def _port_free(port: int) -> bool:
@@ -55,6 +69,8 @@ def run(args, settings) -> int:
         raise ValueError("--lines must be at least 1")
     if args.duration is not None and args.duration <= 0:
         raise ValueError("--duration must be positive")
+    if args.history < 0:
+        raise ValueError("--history must not be negative")
     if not settings.model.path.is_dir():
         raise FileNotFoundError(f"no model at {settings.model.path}: set model.path (LOGSTREAM_MODEL__PATH) "
                                 "to a checkpoint made by `logstream train`")
@@ -69,14 +85,19 @@ class Demo:
         self.settings = settings
         self.kafka = settings.kafka.model_copy(
             update={"scores_topic": settings.kafka.scores_topic or DEFAULT_SCORES_TOPIC})
-        self.tally = DetectionTally()
+        self.tally = DetectionTally()  # the live part
+        self.history = DetectionTally()  # the services' past lines, sent first
+        self.history_ends: dict[int, int] | None = None if args.history else {}  # partition -> first live offset
+        self.history_read = asyncio.Event()  # the live lines wait for the history to be scored
         self.stop = asyncio.Event()
         self.interrupted = False
         self.workdir = Path(tempfile.mkdtemp(prefix="logstream-demo-"))
         self.labels_path = self.workdir / "labels.jsonl"
+        self.history_labels_path = self.workdir / "history-labels.jsonl"
         self.broker = None
         self.worker = None
         self.produced = None  # ProducedLogs once the producer finished
+        self.history_produced = None  # the same for the history
         self.live_status = sys.stdout.isatty()  # a status line refreshed in place, else periodic lines
 
     def say(self, text: str) -> None:
@@ -150,10 +171,26 @@ class Demo:
     async def _produce(self) -> None:
         from ..synth import SyntheticLogs
 
+        if self.args.history:  # the services' past, up to now (or --start)
+            before = (self.args.start or datetime.now(UTC)) - timedelta(seconds=self.args.history / SYNTH_LINES_PER_S)
+            past = SyntheticLogs(seed=self.args.seed + 1, anomaly_rate=self.args.anomaly_rate, start_time=before)
+            self.history_produced = await past.produce_to_kafka(self.kafka, self.kafka.input_topic,
+                                                                self.args.history, 0, self.history_labels_path)
+            self.history_ends = self.history_produced.ends
+            await self.history_read.wait()
         logs = SyntheticLogs(seed=self.args.seed, anomaly_rate=self.args.anomaly_rate,
                              start_time=self.args.start or datetime.now(UTC))
         self.produced = await logs.produce_to_kafka(self.kafka, self.kafka.input_topic,
                                                     self.args.lines, self.args.rate, self.labels_path)
+
+    def _tally_of(self, partition: int | None, offset: int | None) -> DetectionTally:
+        """The history's tally for a line the history sent, else the live one's. Live lines are sent only
+        once the history is in, so until its ends are known every line is the history's."""
+        if self.history_ends is None:
+            return self.history
+        if offset is not None and offset < self.history_ends.get(partition, 0):
+            return self.history
+        return self.tally
 
     async def _follow(self, follower, producer: asyncio.Task) -> int:
         from pydantic import ValidationError
@@ -162,17 +199,27 @@ class Demo:
         from ..service.records import ScoreRecord
 
         started = time.monotonic()
+        live_since = None if self.args.history else started
+        history_deadline = None  # the longest wait for the history to be scored, once it is all sent
         drain_deadline = None
         last_status = started
         first_score = True
         labels = _LabelsReader(self.labels_path)
-        while not self.stop.is_set():
+        history_labels = _LabelsReader(self.history_labels_path)
+
+        def read_labels():
+            for label in history_labels.read_new():
+                self.history.add_label(label)
             for label in labels.read_new():
                 self.tally.add_label(label)
+
+        while not self.stop.is_set():
+            read_labels()
             for record in await follower.poll(0.5):
                 try:
                     if record.topic == self.kafka.scores_topic:
-                        self.tally.add_score(ScoreRecord.model_validate_json(record.value or b""))
+                        score = ScoreRecord.model_validate_json(record.value or b"")
+                        self._tally_of(score.partition, score.offset).add_score(score)
                     else:
                         alert = Alert.from_bytes(record.value or b"")
                 except ValidationError as exc:  # a stranger's record on a shared topic
@@ -182,26 +229,45 @@ class Demo:
                 if record.topic == self.kafka.scores_topic:
                     if first_score:
                         first_score = False
-                        self._print(f"worker is scoring ({time.monotonic() - started:.0f} s after start)\n")
+                        self._print(f"worker is scoring ({time.monotonic() - started:.0f} s after start)"
+                                    + (f"; first the services' last {self.args.history:,} lines, as a tailer "
+                                       "reads what their files hold (alerts counted, not shown)" if live_since is None
+                                       else "") + "\n")
                     continue
-                new = self.tally.add_alert(alert)
-                for label in labels.read_new():  # the label of this very line may have just been written
-                    self.tally.add_label(label)
-                if new:  # one line per alert; count updates of an alert already shown are in the status
+                tally = self._tally_of(alert.partition, alert.offset)
+                new = tally.add_alert(alert)
+                read_labels()  # the label of this very line may have just been written
+                if new and tally is self.tally:  # one line per alert; count updates are in the status
                     injected = self.tally.anomaly_of(alert, self.kafka.input_topic) is not None
                     self._print(compact_alert(alert, injected))
             now = time.monotonic()
-            summary = self.tally.summary(self.kafka.input_topic)
+            if live_since is None:
+                past = self.history.summary(self.kafka.input_topic)
+                if self.history_ends is not None and history_deadline is None:
+                    history_deadline = now + self.args.drain_timeout
+                if self.history_ends is not None and past.scored >= self.history_produced.lines:
+                    live_since = now
+                    self._print(f"history read: {past.scored:,} lines in {now - started:.0f} s; {past.alerts} alerts "
+                                f"in it ({past.verdict()}). Live from here:\n")
+                    self.history_read.set()
+                elif history_deadline is not None and now > history_deadline:
+                    live_since = now
+                    self._print(f"history: {past.scored:,} of {self.history_produced.lines:,} lines scored after "
+                                f"{self.args.drain_timeout:g} s; going live without the rest\n")
+                    self.history_read.set()
+                status = f"[{now - started:.0f} s] history: {past.scored:,} of {self.args.history:,} lines scored"
+            else:
+                status = f"[{now - started:.0f} s] {self.tally.summary(self.kafka.input_topic)}"
             if self.live_status:
-                self._status(f"[{now - started:.0f} s] {summary}")
+                self._status(status)
             elif now - last_status >= STATUS_EVERY_S:
                 last_status = now
-                self.say(f"[{now - started:.0f} s] {summary}")
+                self.say(status)
             if not self.worker.alive:
                 self.say(f"the worker exited with code {self.worker.returncode}; its log ends with:\n"
                          f"{self.worker.log_tail()}")
                 return 1
-            if self.args.duration is not None and now - started >= self.args.duration:
+            if self.args.duration is not None and live_since is not None and now - live_since >= self.args.duration:
                 break
             if producer.done():
                 if producer.exception() is not None:
@@ -215,8 +281,7 @@ class Demo:
                              f"after {self.args.drain_timeout:g} s")
                     self._final()
                     return 1
-        for label in labels.read_new():
-            self.tally.add_label(label)
+        read_labels()
         self._final()
         return 130 if self.interrupted else 0
 
@@ -226,6 +291,10 @@ class Demo:
         self._status("")
         self.say(f"\nfinal tally: {sent}{summary}")
         self.say(f"summary: {summary.verdict()}")
+        if self.args.history:
+            past = self.history.summary(self.kafka.input_topic)
+            self.say(f"while learning (the history, {past.scored:,} of {self.args.history:,} lines scored): "
+                     f"{past.verdict()}")
 
     def _status(self, text: str) -> None:
         """The status line, rewritten in place on a terminal."""

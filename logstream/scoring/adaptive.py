@@ -57,6 +57,16 @@ source has shown, per template:
   starting", "Server initialized"), and each one alerted. It is learned neither as a normal line at
   its level nor as a problem coming back: the level stays as rare as the source's other lines make
   it, and a warning of the same pattern without such words ("is DOWN" beside "is UP") still alerts.
+* **Values out of range.** Masking hides a number's value from the model (``<N5>``: five digits), and
+  one surprising token barely moves a line's mean surprise, so a latency of 90,000 ms where 3,000
+  is the most ever seen, a negative size or a timeout of 0 where 10,000 is the least read like any
+  other line of their template (measured: none of the demo's 15 such anomalies alerted). Each
+  template keeps, per numeric field, the least and greatest value its normal lines held; once a
+  field has ``range_min_lines`` of them, a value more than ``range_factor`` times beyond (above a
+  field that was ever nonzero; below one that keeps within that factor, never under 100) or a
+  negative value where the field was never negative alerts. Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot
+  (fractions, versions). Such a field that keeps going out of range turns routine like a problem
+  pattern, and its held-back lines widen the range.
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
   ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
@@ -80,6 +90,7 @@ plain JSON (templates as text, re-mined on load: no pickles), so a restart is no
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 from collections import OrderedDict, deque
@@ -91,6 +102,7 @@ from drain3 import TemplateMiner
 from drain3.template_miner_config import TemplateMinerConfig
 
 from ..config import AdaptiveSettings
+from .masking import LineMasker
 
 logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
 
@@ -104,6 +116,7 @@ TEMPLATE = "template"
 NOVEL = "new template"
 FEEDBACK = "marked normal"
 RARE_LEVEL = "rare level"
+OUT_OF_RANGE = "value out of range"
 UNSEEN_PROBLEM = "unseen problem"
 BASELINE = "baseline"  # a line of a known-good log, learned as normal (``LineScorer.judge``)
 # levels that are not a sign of trouble by themselves; any other (WARN, ERROR, FATAL, or a level word a
@@ -138,7 +151,8 @@ class Verdict:
 
     anomaly: bool
     threshold: float | None
-    how: str  # cold start | template | new template | marked normal | rare level | unseen problem | calibrated | baseline
+    how: str  # cold start | template | new template | marked normal | rare level | unseen problem |
+    # value out of range | calibrated | baseline
     template: str | None = None
     template_id: int | None = None
     source: str | None = None
@@ -153,6 +167,34 @@ class Verdict:
 class _Template:
     scores: deque
     marked_normal_at: float | None = None  # highest score an operator marked normal
+    ranges: dict = field(default_factory=dict)  # numeric field ("token.index") -> [normal lines, least, greatest]
+
+
+# a number placeholder of a masked line; one right after a letter, digit, "_", "." or ">" is part of a name
+# or a fraction (``web<N1>``, ``<N1>.<N6>``), as is one after a "-" that follows such a character
+NUMBER_FIELD = re.compile(r"<N\d+>")
+MAX_FIELDS = 32  # numeric fields kept per template
+
+
+def _with_value(token: str, index: int, value: int) -> str:
+    """The token with its ``index``-th number placeholder shown as ``value`` (a negative one's sign is in the
+    token already)."""
+    counter = itertools.count()
+    return NUMBER_FIELD.sub(lambda m: f"{abs(value):,}" if next(counter) == index else m.group(0), token)
+
+
+def _value_fields(masked: str) -> list[tuple[str, str, int] | None]:
+    """Each number placeholder of ``masked`` in order: (its key "token.index", its token, its index in the
+    token), or None where it is not a value of its own (part of a name, a fraction)."""
+    fields: list[tuple[str, str, int] | None] = []
+    for position, token in enumerate(masked.split()):
+        for index, match in enumerate(NUMBER_FIELD.finditer(token)):
+            at = match.start()
+            if at and token[at - 1] == "-":
+                at -= 1  # a sign, unless the "-" joins a name
+            named = at > 0 and (token[at - 1].isalnum() or token[at - 1] in "_.>")
+            fields.append(None if named else (f"{position}.{index}", token, index))
+    return fields
 
 
 @dataclass
@@ -240,6 +282,8 @@ class _Source:
     # normal (alerted, or held back as routine); words None: any (what state version 1 kept)
     problem_normal: dict = field(default_factory=dict)
     problem_alerts: dict = field(default_factory=dict)
+    range_alerts: dict = field(default_factory=dict)  # (template id, field key) -> Recurrence of its values
+    # out of range
 
 
 def level_key(level: str | None, event: str | None = None) -> str | None:
@@ -279,8 +323,12 @@ def _quantiles(values, q: float) -> tuple[float, float]:
 
 
 class AdaptiveThresholds:
-    def __init__(self, config: AdaptiveSettings = AdaptiveSettings()):
+    def __init__(self, config: AdaptiveSettings = AdaptiveSettings(), masker: LineMasker | None = None):
         self.config = config
+        # reads the values behind a masked line's number placeholders from its text (the model's masking
+        # rules; a line whose count does not match its masked text's placeholders is not range-checked)
+        self._numbers = (masker or LineMasker()).numbers
+        self._last_numbers: tuple[str | None, list[int]] = (None, [])
         self._sources: OrderedDict[str, _Source] = OrderedDict()
         # a problem word that names a field (``timeout=30000``, ``"error": null``) is a setting, and one
         # inside a name (the package ``libgpg-error-dev``, ``/srv/errors/``, ``error.log``) is a name: not
@@ -331,6 +379,10 @@ class AdaptiveThresholds:
                            f"{problem}, in a pattern this source has never shown in a normal line")
         if held_back:
             verdict.routine = f"{problem}, in a pattern that {held_back}"
+        beyond = self._out_of_range(state, verdict.template_id, masked, text)
+        if beyond and not self._held_back(state, state.range_alerts.get((verdict.template_id, beyond[0][0]))):
+            return Verdict(True, verdict.threshold, OUT_OF_RANGE, verdict.template, verdict.template_id, source,
+                           beyond[0][1])
         if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
             return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
                            f"the model's calibrated threshold, which holds on this source (at most "
@@ -414,6 +466,49 @@ class AdaptiveThresholds:
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
         return why, self._held_back(state, state.problem_alerts.get(key))
+
+    def _fields_with_values(self, masked: str, text: str | None) -> list[tuple[tuple[str, str, int], int]]:
+        """The line's numeric fields that are values of their own, each with its value (from ``text``)."""
+        if text is None or "<N" not in masked:
+            return []
+        if self._last_numbers[0] is not text:  # judged, then learned: read once
+            self._last_numbers = (text, self._numbers(text))
+        fields, values = _value_fields(masked), self._last_numbers[1]
+        if len(fields) != len(values):  # masked by other rules than this masker's: not judged
+            return []
+        return [(f, v) for f, v in zip(fields, values) if f is not None][:MAX_FIELDS]
+
+    def _out_of_range(self, state: _Source, template_id: int | None, masked: str,
+                      text: str | None) -> list[tuple[str, str]]:
+        """(field key, why) for each numeric field whose value is far outside what its template's normal
+        lines held (``range_min_lines``, ``range_factor``)."""
+        template = state.templates.get(template_id) if template_id is not None else None
+        if template is None or not template.ranges or not self.config.range_min_lines:
+            return []
+        factor, beyond = self.config.range_factor, []
+        for (key, token, index), value in self._fields_with_values(masked, text):
+            seen = template.ranges.get(key)
+            if seen is None or seen[0] < self.config.range_min_lines:
+                continue
+            lines, least, greatest = seen
+            # below: only a field that keeps within a factor of its least (a timeout, a block size), not one
+            # spread over orders of magnitude (a row id of 1..100,000: "aid = 5" after 100 lines over 100
+            # alerted, measured on PostgreSQL)
+            if (value < 0 <= least and value <= -10) or (greatest >= 1 and value > factor * greatest) or (
+                    least >= 100 and greatest <= factor * least and value * factor < least):
+                beyond.append((key, f"{_with_value(token, index, value)!r}: this field held {least:,} to {greatest:,} in the template's "
+                                    f"{lines:,} normal lines"))
+        return beyond
+
+    def _learn_ranges(self, template: _Template, masked: str, text: str | None) -> None:
+        for (key, _, _), value in self._fields_with_values(masked, text):
+            seen = template.ranges.get(key)
+            if seen is None:
+                if len(template.ranges) < MAX_FIELDS:
+                    template.ranges[key] = [1, value, value]
+            else:
+                seen[0] += 1
+                seen[1], seen[2] = min(seen[1], value), max(seen[2], value)
 
     def _held_back(self, state: _Source, recurrence: Recurrence | None) -> str | None:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
@@ -501,6 +596,7 @@ class AdaptiveThresholds:
         if template is None:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
+        self._learn_ranges(template, masked, text)
 
     def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None,
              text: str | None = None) -> None:
@@ -512,6 +608,12 @@ class AdaptiveThresholds:
         self._count(state, score)
         if masked is not None:
             self._recur(state, masked, level, self._problem_words_in(masked, level, text))
+            cluster = self._match(state.miner, masked)
+            if cluster is not None:  # its fields out of range come back once more
+                for key, _ in self._out_of_range(state, cluster.cluster_id, masked, text):
+                    state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
+                if len(state.range_alerts) > self.config.max_templates:
+                    _forget_gone(state.range_alerts, state.miner)
 
     def _recur(self, state: _Source, masked: str, level: str | None, words: list[str]) -> None:
         """A line not learned as normal: its level (in its pattern) and its problem pattern (its problem
@@ -566,6 +668,7 @@ class AdaptiveThresholds:
         template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
         template.marked_normal_at = max(score, template.marked_normal_at or score)
         template.scores.append(score)
+        self._learn_ranges(template, masked, text)  # its values are in range from now on
         self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
 
     @staticmethod
@@ -638,8 +741,10 @@ class AdaptiveThresholds:
                 "levels": [[level, count] for level, count in state.levels.items()],
                 "level_alerts": _by_level_pattern(state.level_alerts, problems, Recurrence.as_json),
                 "level_normal": _by_level_pattern(state.level_normal, problems, int),
-                "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at}
-                              for cid, t in state.templates.items() if cid in clusters]}
+                "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at,
+                               "ranges": t.ranges} for cid, t in state.templates.items() if cid in clusters],
+                "range_alerts": [[clusters[cid], key, recurrence.as_json()]
+                                 for (cid, key), recurrence in state.range_alerts.items() if cid in clusters]}
         return {"version": STATE_VERSION, "sources": sources}
 
     def load_state(self, data: dict) -> None:
@@ -673,6 +778,13 @@ class AdaptiveThresholds:
                 template.scores.extend(item["scores"])
                 if item["marked"] is not None:
                     template.marked_normal_at = max(item["marked"], template.marked_normal_at or item["marked"])
+                for key, (lines, least, greatest) in item.get("ranges", {}).items():  # kept since this rule
+                    seen = template.ranges.setdefault(key, [0, least, greatest])
+                    seen[0] += int(lines)
+                    seen[1], seen[2] = min(seen[1], least), max(seen[2], greatest)
+            for template, key, recurrence in saved.get("range_alerts", []):
+                cluster_id = state.miner.add_log_message(template)["cluster_id"]
+                state.range_alerts[(cluster_id, key)] = Recurrence.from_json(recurrence, self.config.routine_gap)
 
     @staticmethod
     def _level_pattern_of(state: _Source, level: str, template: str | None) -> tuple[str, int | None]:

@@ -59,6 +59,22 @@ class LineMasker:
     def __post_init__(self):
         self._compiled = [(re.compile(r.pattern), r.replacement) for r in self.rules]
 
+    def numbers(self, line: str) -> list[int]:
+        """The values the number rule masks in ``line`` (what each ``<Nk>`` of ``self(line)`` stood for), in
+        order; negative where a minus sign stands before one as a sign, not inside a name (``-42 bytes``,
+        ``size=-42``; not ``worker-42``). Empty when no rule masks numbers."""
+        values: list[int] = []
+        for regex, replacement in self._compiled:
+            if "{digits}" not in replacement:
+                line = regex.sub(replacement, line)
+                continue
+            for match in regex.finditer(line):
+                at = match.start()
+                signed = at > 0 and line[at - 1] == "-" and not (at > 1 and _in_name(line[at - 2]))
+                values.append(-int(match.group()) if signed else int(match.group()))
+            line = regex.sub("<N>", line)  # later rules see a placeholder, as in __call__
+        return values
+
     def __call__(self, line: str) -> str:
         for regex, replacement in self._compiled:
             if "{digits}" in replacement:
@@ -67,3 +83,8 @@ class LineMasker:
             else:
                 line = regex.sub(replacement, line)
         return line
+
+
+def _in_name(char: str) -> bool:
+    """Whether a character before a ``-`` makes it part of a name (``worker-42``, ``<HEX>-42``), not a sign."""
+    return char.isalnum() or char in "_.>"

@@ -5,10 +5,12 @@ Three inputs, joined by the Kafka position of the input message (topic, partitio
 * labels: the synthetic producer's side file, one record per anomalous line (with its anomaly id;
   an error burst is one anomaly of several lines);
 * scores: the worker's scores topic, one record per scored line (to know when an anomaly's lines
-  have all been scored);
+  have all been scored, and which lines the worker flagged);
 * alerts: the alerts topic. An anomaly counts as detected only when an alert names one of its lines
   (an alert names the first line of its group): a line flagged but folded into a group that
-  started elsewhere is not something a person would see.
+  started elsewhere is not something a person would see. The summary also says how many were
+  flagged: the difference is what grouping folded into an alert already open for the same stream
+  and pattern (``alerts.group_window_s``).
 
 An anomaly is decided once all of its lines were scored: detected, or else missed. An alert is
 false when the line it names is not labeled (by position, or by stream and line text).
@@ -33,6 +35,7 @@ class TallySummary:
     alerts: int  # distinct alerts (count updates are not new alerts)
     false_alerts: int
     scored: int  # distinct input messages scored
+    flagged: int = 0  # decided anomalies with a line the worker flagged (named by an alert or folded into one)
 
     def __str__(self) -> str:
         return (f"injected {self.injected} anomalies: {self.detected} detected, {self.missed} missed, "
@@ -53,9 +56,12 @@ class TallySummary:
         def pct(x: float | None) -> str:
             return "n/a" if x is None else f"{x:.0%}"
 
+        folded = self.flagged - self.detected
         return (f"precision {pct(self.precision)} ({self.alerts - self.false_alerts} of {self.alerts} alerts name "
                 f"an injected line), recall {pct(self.recall)} ({self.detected} of {self.detected + self.missed} "
-                f"injected anomalies named by an alert)")
+                f"injected anomalies named by an alert"
+                + (f"; {self.flagged} flagged, {folded} of them folded into an alert of their stream and pattern "
+                   f"already open" if folded > 0 else "") + ")")
 
 
 class DetectionTally:
@@ -64,6 +70,7 @@ class DetectionTally:
         self._label_text: dict[tuple[str, str], int] = {}  # (stream, line) -> anomaly id
         self._lines_of: dict[int, set[Position]] = {}  # anomaly id -> its lines
         self._scored: set[Position] = set()
+        self._flagged: set[Position] = set()  # lines the worker scored as anomalous
         self._alerts: dict[str, Alert] = {}  # alert id -> the alert as first seen
 
     def add_label(self, label: dict) -> None:
@@ -78,6 +85,8 @@ class DetectionTally:
             return
         position = (score.topic, score.partition, score.offset)
         self._scored.add(position)
+        if score.anomaly:
+            self._flagged.add(position)
 
     def add_alert(self, alert: Alert) -> bool:
         """Record an alert; True when it is new (not a count update of one seen before)."""
@@ -100,7 +109,7 @@ class DetectionTally:
     def summary(self, input_topic: str) -> TallySummary:
         matched = [self.anomaly_of(a, input_topic) for a in self._alerts.values()]
         alerted, false_alerts = set(matched), matched.count(None)
-        detected = missed = pending = 0
+        detected = missed = pending = flagged = 0
         for anomaly, lines in self._lines_of.items():
             if anomaly in alerted:
                 detected += 1
@@ -108,5 +117,8 @@ class DetectionTally:
                 missed += 1
             else:
                 pending += 1
+                continue
+            flagged += bool(lines & self._flagged)
         return TallySummary(injected=len(self._lines_of), detected=detected, missed=missed, pending=pending,
-                            alerts=len(self._alerts), false_alerts=false_alerts, scored=len(self._scored))
+                            alerts=len(self._alerts), false_alerts=false_alerts, scored=len(self._scored),
+                            flagged=flagged)
