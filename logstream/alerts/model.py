@@ -73,8 +73,9 @@ class Alert(BaseModel):
     threshold_how: str | None = Field(None, description="why it alerted, how the threshold in force was set: "
                                       "'template' (the template's own recent normal scores), 'new template' (the "
                                       "source's recent new templates), 'rare level', 'unseen problem' (a problem "
-                                      "line whose pattern the source never showed in a normal line), 'calibrated', "
-                                      "'marked normal', 'fixed' (configured)")
+                                      "line whose pattern the source never showed in a normal line), 'value out of "
+                                      "range' (a numeric field far outside its template's normal values), "
+                                      "'calibrated', 'marked normal', 'fixed' (configured)")
     explanation: Explanation = Field(default_factory=Explanation)
     template: str | None = None
     model_version: str
