@@ -105,7 +105,10 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|"
                  r"invalid|illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
                  r"cannot|can't|unable|timed out|timeout|unreachable|too (?:large|long|many|big)|out of memory|"
-                 r"no space|segfault|overflow|deadlock|reset by peer|broken pipe)\b")
+                 r"no space|segfault|overflow|deadlock|reset by peer|broken pipe|"
+                 # what the fifth corpus's first run missed: postfix's rejects and deferrals, sshd's and
+                 # dnsmasq's bad options, dnsmasq's unsupported requests and rebind attacks
+                 r"reject(?:s|ed|ion)?|bad|deferred|unsupported|improper|attacks?|not known)\b")
 # a success, or a program starting or stopping in order: what HAProxy and Redis log at WARNING on every
 # reload and restart (``UP`` in capitals only: "up" is in "valid up to", "set up", "up to date")
 BENIGN_WORDS = (r"\b(?:succeeded|success(?:ful|fully)?|passed|completed|starting|started|stopped|stopping|"
