@@ -513,7 +513,7 @@ def test_demo_runs_end_to_end_and_prints_a_tally(model_dir, tmp_path):
     injected, detected, missed, alerts = (int(final.group(i)) for i in (1, 2, 3, 4))
     assert detected + missed == injected
     live = demo.stdout.split("Live from here:", 1)[1]
-    assert len(re.findall(r"^(?:INJECTED|false) ", live, re.M)) == alerts  # each live alert shown once
+    assert len(re.findall(r"^(?:INJECTED|false) ", live, re.MULTILINE)) == alerts  # each live alert shown once
     assert read.start() < demo.stdout.index("final tally")
     assert "metrics: http://127.0.0.1:" in demo.stdout
     # it cleaned up after itself: the worker stopped gracefully, and neither it nor the broker is left

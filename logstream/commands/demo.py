@@ -28,6 +28,10 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..service.tally import DetectionTally
 
 DEFAULT_SCORES_TOPIC = "logstream-scores"
 STATUS_EVERY_S = 10.0

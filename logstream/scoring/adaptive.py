@@ -496,8 +496,9 @@ class AdaptiveThresholds:
             # alerted, measured on PostgreSQL)
             if (value < 0 <= least and value <= -10) or (greatest >= 1 and value > factor * greatest) or (
                     least >= 100 and greatest <= factor * least and value * factor < least):
-                beyond.append((key, f"{_with_value(token, index, value)!r}: this field held {least:,} to {greatest:,} in the template's "
-                                    f"{lines:,} normal lines"))
+                shown = _with_value(token, index, value)
+                why = f"{shown!r}: this field held {least:,} to {greatest:,} in the template's {lines:,} normal lines"
+                beyond.append((key, why))
         return beyond
 
     def _learn_ranges(self, template: _Template, masked: str, text: str | None) -> None:

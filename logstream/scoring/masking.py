@@ -64,24 +64,28 @@ class LineMasker:
         order; negative where a minus sign stands before one as a sign, not inside a name (``-42 bytes``,
         ``size=-42``; not ``worker-42``). Empty when no rule masks numbers."""
         values: list[int] = []
+        self._mask(line, values)
+        return values
+
+    def __call__(self, line: str) -> str:
+        return self._mask(line)
+
+    def _mask(self, line: str, values: list[int] | None = None) -> str:
+        """``line`` masked by the rules in order; with ``values``, each number the number rule masks is
+        appended to it (``numbers``)."""
         for regex, replacement in self._compiled:
             if "{digits}" not in replacement:
                 line = regex.sub(replacement, line)
                 continue
-            for match in regex.finditer(line):
-                at = match.start()
-                signed = at > 0 and line[at - 1] == "-" and not (at > 1 and _in_name(line[at - 2]))
-                values.append(-int(match.group()) if signed else int(match.group()))
-            line = regex.sub("<N>", line)  # later rules see a placeholder, as in __call__
-        return values
 
-    def __call__(self, line: str) -> str:
-        for regex, replacement in self._compiled:
-            if "{digits}" in replacement:
-                line = regex.sub(lambda m, r=replacement: r.format(digits=min(len(m.group()), MAX_DIGIT_BUCKET)),
-                                 line)
-            else:
-                line = regex.sub(replacement, line)
+            def number(m: re.Match, r: str = replacement, before: str = line) -> str:
+                if values is not None:
+                    at = m.start()
+                    signed = at > 0 and before[at - 1] == "-" and not (at > 1 and _in_name(before[at - 2]))
+                    values.append(-int(m.group()) if signed else int(m.group()))
+                return r.format(digits=min(len(m.group()), MAX_DIGIT_BUCKET))
+
+            line = regex.sub(number, line)
         return line
 
 
