@@ -108,7 +108,12 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe|"
                  # what the fifth corpus's first run missed: postfix's rejects and deferrals, sshd's and
                  # dnsmasq's bad options, dnsmasq's unsupported requests and rebind attacks
-                 r"reject(?:s|ed|ion)?|bad|deferred|unsupported|improper|attacks?|not known)\b")
+                 r"reject(?:s|ed|ion)?|bad|deferred|unsupported|improper|attacks?|not known|"
+                 # the rest of the field's usual vocabulary, added before the sixth corpus's first run (sshd's
+                 # dropped and throttled connections and dovecot's password mismatches were the studied misses)
+                 r"could not|couldn't|not found|mismatch(?:es|ed)?|drop(?:s|ped|ping)?|throttl(?:e|ed|es|ing)|"
+                 r"unavailable|exhausted|overload(?:ed)?|insufficient|unrecogni[sz]ed|violat(?:ion|ions|ed)|"
+                 r"giving up|gave up|unhealthy|degraded|misconfigur(?:ed|ation))\b")
 # a success, or a program starting or stopping in order: what HAProxy and Redis log at WARNING on every
 # reload and restart (``UP`` in capitals only: "up" is in "valid up to", "set up", "up to date")
 BENIGN_WORDS = (r"\b(?:succeeded|success(?:ful|fully)?|passed|completed|starting|started|stopped|stopping|"

@@ -545,3 +545,24 @@ def test_a_routine_problem_stays_routine_while_it_comes_back_less_often_until_it
     slower = every(90, 6)
     assert not any(v.anomaly for v in slower) and all("keeps coming back" in v.routine for v in slower)
     assert every(210, 1)[0].anomaly  # quiet for longer than the window: news again
+
+
+def test_a_problem_drain3_files_under_another_pattern_than_its_search_finds_still_turns_routine():
+    """drain3 adds a line to the cluster most like it leaving wildcards out, while its tree search (what
+    ``judge`` looks a pattern up by) counts them: after these lines it adds ``Failed password ... <N5>``
+    to the specific cluster and finds the general one (``<*> <*> for <*> ...``, an accepted login). The
+    problem's comebacks must count where they are looked up: counted under the other, a brute-force
+    attempt every few lines alerted on every line for good (measured: 203 of a synthetic sshd's 1,250)."""
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"cold_start_lines": 0}))
+    failed = "sshd: Failed password for root from <IP> port <N{}> ssh<N1>"
+    first = [judge_and_learn(adaptive, line) for line in
+             ("sshd: Accepted publickey for alice from <IP> port <N5> ssh<N1>", failed.format(5), failed.format(4))]
+    problems = adaptive._sources["src"].problems
+    assert problems.add_log_message(failed.format(5))["cluster_id"] != AdaptiveThresholds._match(
+        problems, failed.format(5)).cluster_id  # the divergence this test is about
+    attempts = [judge_and_learn(adaptive, failed.format(5) if i % 4 == 0 else f"session opened for user {i % 3}")
+                for i in range(400)][::4]
+    # one burst (gaps of 4 lines): its first episode_alerts lines alert, the rest is held back, then routine
+    alerted = [v.anomaly for v in first[1:2] + attempts]
+    assert alerted == [True] * CONFIG.episode_alerts + [False] * (len(alerted) - CONFIG.episode_alerts)
+    assert all(v.routine for v in attempts[2:]) and "keeps coming back" in attempts[-1].routine
