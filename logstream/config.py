@@ -114,6 +114,11 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  r"could not|couldn't|not found|mismatch(?:es|ed)?|drop(?:s|ped|ping)?|throttl(?:e|ed|es|ing)|"
                  r"unavailable|exhausted|overload(?:ed)?|insufficient|unrecogni[sz]ed|violat(?:ion|ions|ed)|"
                  r"giving up|gave up|unhealthy|degraded|misconfigur(?:ed|ation))\b")
+# ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session
+# (``0x...``), a request, queue or trace id of 8 or more hex digits in one case with a letter and a digit in it
+# (``dba9b65e``, Postfix's ``4F2A1B3C9D``; not a date or a count, not a word)
+FLOW_IDS = (r"\bblk_-?\d+\b|\b0x[0-9a-fA-F]{6,}\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{8,}\b|"
+            r"\b(?=[0-9A-F]*[A-F])(?=[0-9A-F]*\d)[0-9A-F]{8,}\b")
 # a success, or a program starting or stopping in order: what HAProxy and Redis log at WARNING on every
 # reload and restart (``UP`` in capitals only: "up" is in "valid up to", "set up", "up to date")
 BENIGN_WORDS = (r"\b(?:succeeded|success(?:ful|fully)?|passed|completed|starting|started|stopped|stopping|"
@@ -180,8 +185,28 @@ class AdaptiveSettings(Section):
                                 "this many times its greatest value (once nonzero), below its least over this "
                                 "factor (a field never under 100 and within this factor of its least), or "
                                 "negative where it never was")
+    flow_ids: str = Field(FLOW_IDS, description="regex of the entity ids whose flows are followed (a request, "
+                          "queue or session id in hex, an HDFS block): a line's step after its entity's previous "
+                          "step in a pair its source never showed in a normal line alerts ('' turns the rule off)")
+    flow_min_lines: int = Field(200, ge=0, description="entity lines a source needs before a new pair of steps "
+                                "alerts")
+    flow_quiet: int = Field(100, ge=1, description="entity lines (and at least a quarter of all a source has "
+                            "shown) without a new pair of steps before one alerts: the source's flows are learned")
+    flow_max_steps: int = Field(64, ge=1, description="lines of one entity that are followed: an id in more lines "
+                                "than this (a boot or container id) names no flow")
+    flow_entities: int = Field(100_000, ge=1, description="entities whose latest step is kept per source (least "
+                               "recent forgotten)")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
+
+    @field_validator("flow_ids")
+    @classmethod
+    def _flow_ids_compile(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"scoring.adaptive.flow_ids is not a valid regex ({exc}): {value!r}") from None
+        return value
 
 
 class SessionSettings(Section):

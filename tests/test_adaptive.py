@@ -304,32 +304,36 @@ def test_a_value_far_outside_its_fields_range_alerts_and_names_the_field():
     adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
     rng = random.Random(1)
     line = "request {} processed: status 200, {} bytes in {} ms, deadline {} on worker-{}"
+    fresh = iter(range(1, 10_000))
+
+    def rid() -> str:  # each request its own id: one request processed twice is a step out of order
+        return f"ab{next(fresh):06x}"
     for i in range(300):  # bytes 0..400,000, latency 1..3,000 ms, deadline 10,000..30,000; a counter in a name
         text = line.format(f"{rng.getrandbits(32):08x}", rng.randint(0, 400_000), rng.randint(1, 3000),
                            rng.randint(10_000, 30_000), i)
         assert not judge_text(adaptive, text).anomaly, i
-    usual = ("ab12cd34", 5_000, 40, 20_000, 7)
+    usual = (rid(), 5_000, 40, 20_000, 7)
     assert not judge_text(adaptive, line.format(*usual)).anomaly
-    assert not judge_text(adaptive, line.format("ab12cd34", 5_000, 40, 20_000, 99_999)).anomaly  # inside a name
-    for values, field in ((("ab12cd34", 5_000, 90_249, 20_000, 7), "90,249"),  # 30x the greatest latency
-                          (("ab12cd34", -475_080, 40, 20_000, 7), "-475,080"),  # never negative
-                          (("ab12cd34", 5_000, 40, 0, 7), "0")):  # 10,000 is the least deadline
+    assert not judge_text(adaptive, line.format(rid(), 5_000, 40, 20_000, 99_999)).anomaly  # inside a name
+    for values, field in (((rid(), 5_000, 90_249, 20_000, 7), "90,249"),  # 30x the greatest latency
+                          ((rid(), -475_080, 40, 20_000, 7), "-475,080"),  # never negative
+                          ((rid(), 5_000, 40, 0, 7), "0")):  # 10,000 is the least deadline
         verdict = judge_text(adaptive, line.format(*values))
         assert verdict.how == OUT_OF_RANGE and verdict.anomaly, values
         assert f"'{field}" in verdict.note and "normal lines" in verdict.note
     # 10x is the bar: a latency of 29,000 (9.7x the greatest) is in range
-    assert not judge_text(adaptive, line.format("ab12cd34", 5_000, 29_000, 20_000, 7)).anomaly
+    assert not judge_text(adaptive, line.format(rid(), 5_000, 29_000, 20_000, 7)).anomaly
     # what was learned survives a restart
     again = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
     again.load_state(json.loads(json.dumps(adaptive.state())))
-    assert judge_text(again, line.format("ab12cd34", 5_000, 400_000, 20_000, 7)).how == OUT_OF_RANGE
+    assert judge_text(again, line.format(rid(), 5_000, 400_000, 20_000, 7)).how == OUT_OF_RANGE
     # an operator's mark takes the value into the field's range
-    marked = line.format("ab12cd34", 5_000, 400_000, 20_000, 7)
+    marked = line.format(rid(), 5_000, 400_000, 20_000, 7)
     again.mark_normal("src", LineMasker()(marked), 2.0, text=marked)
     assert not judge_text(again, marked).anomaly
     off = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 0}))
     off.load_state(adaptive.state())
-    assert not judge_text(off, line.format("ab12cd34", 5_000, 400_000, 20_000, 7)).anomaly
+    assert not judge_text(off, line.format(rid(), 5_000, 400_000, 20_000, 7)).anomaly
 
 
 def test_a_field_that_keeps_going_out_of_range_turns_routine_and_its_range_widens():

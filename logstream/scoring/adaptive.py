@@ -102,6 +102,7 @@ from drain3 import TemplateMiner
 from drain3.template_miner_config import TemplateMinerConfig
 
 from ..config import AdaptiveSettings
+from .flows import START, EntityFlows, FlowState
 from .masking import LineMasker
 
 logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
@@ -117,6 +118,7 @@ NOVEL = "new template"
 FEEDBACK = "marked normal"
 RARE_LEVEL = "rare level"
 OUT_OF_RANGE = "value out of range"
+OUT_OF_ORDER = "step out of order"
 UNSEEN_PROBLEM = "unseen problem"
 BASELINE = "baseline"  # a line of a known-good log, learned as normal (``LineScorer.judge``)
 # levels that are not a sign of trouble by themselves; any other (WARN, ERROR, FATAL, or a level word a
@@ -284,6 +286,7 @@ class _Source:
     problem_alerts: dict = field(default_factory=dict)
     range_alerts: dict = field(default_factory=dict)  # (template id, field key) -> Recurrence of its values
     # out of range
+    flow: FlowState = field(default_factory=FlowState)  # its entities' steps (``logstream.scoring.flows``)
 
 
 def level_key(level: str | None, event: str | None = None) -> str | None:
@@ -342,6 +345,8 @@ class AdaptiveThresholds:
                                           re.IGNORECASE) if words else None)
         self._benign_words = re.compile(config.benign_words, re.IGNORECASE) if config.benign_words else None
         self._rescoring: set[str] = set()  # sources whose score histories are being re-learned
+        self._flows = EntityFlows(config.flow_ids, config.flow_min_lines, config.flow_quiet,
+                                  config.min_template_lines, config.flow_entities, config.flow_max_steps)
 
     # -- deciding -------------------------------------------------------------------------------
 
@@ -383,11 +388,32 @@ class AdaptiveThresholds:
         if beyond and not self._held_back(state, state.range_alerts.get((verdict.template_id, beyond[0][0]))):
             return Verdict(True, verdict.threshold, OUT_OF_RANGE, verdict.template, verdict.template_id, source,
                            beyond[0][1])
+        flow = self._flows.unknown(state.flow, verdict.template_id, text)
+        if flow is not None:
+            held_back = self._held_back(state, state.flow.alerts.get(flow[1]))
+            if held_back:
+                verdict.routine = f"a step out of order in a pair that {held_back}"
+            else:
+                return Verdict(True, verdict.threshold, OUT_OF_ORDER, verdict.template, verdict.template_id, source,
+                               self._flow_note(state, *flow))
         if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
             return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
                            f"the model's calibrated threshold, which holds on this source (at most "
                            f"{100 * self.config.familiar_share:g}% of its last {len(state.recent)} lines above it)")
         return verdict
+
+    @staticmethod
+    def _flow_note(state: _Source, entity: str, pair: tuple[int, int]) -> str:
+        """Says which step came after which for whom, and what usually comes after the first."""
+        def text(step: int) -> str:
+            cluster = state.miner.drain.id_to_cluster.get(step) if step != START else None
+            return "its first line" if step == START else repr(cluster.get_template()) if cluster else "a forgotten step"
+
+        previous, step = pair
+        usual = [text(b) for a, b in state.flow.pairs if a == previous][:3]
+        after = "as its first line" if previous == START else f"right after {text(previous)}"
+        return (f"{entity}: {text(step)} {after}, an order of steps this source has never shown in "
+                f"{state.flow.lines:,} lines of its entities" + (f" (usually next: {'; '.join(usual)})" if usual else ""))
 
     def calibration_holds(self, source: str, calibrated: float | None) -> bool:
         """Whether the model's calibrated threshold keeps its promise on this source: few enough of the
@@ -591,6 +617,7 @@ class AdaptiveThresholds:
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
         cluster_id, known = self._cluster(state, masked)
+        self._flow_step(state, self._step(state, masked, cluster_id), text, normal=True)
         template = state.templates.get(cluster_id)
         # a template an operator marked normal teaches its own history only: its lines scored high
         # enough to alert once, and would lift the bar for every other new template of the source
@@ -603,9 +630,10 @@ class AdaptiveThresholds:
         self._learn_ranges(template, masked, text)
 
     def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None,
-             text: str | None = None) -> None:
+             text: str | None = None, how: str | None = None) -> None:
         """Count a line that alerted (it is not learned from, but the source has shown one more line,
-        at its level; with its text, its problem pattern counts one more alert)."""
+        at its level; with its text, its problem pattern counts one more alert, and its entities move
+        on to its step: ``how`` it alerted, ``OUT_OF_ORDER``, counts its pair of steps once more)."""
         if source in self._rescoring:
             return
         state = self._source(source)
@@ -613,11 +641,26 @@ class AdaptiveThresholds:
         if masked is not None:
             self._recur(state, masked, level, self._problem_words_in(masked, level, text))
             cluster = self._match(state.miner, masked)
+            self._flow_step(state, cluster.cluster_id if cluster is not None else None, text, normal=False,
+                            alerted=how == OUT_OF_ORDER)
             if cluster is not None:  # its fields out of range come back once more
                 for key, _ in self._out_of_range(state, cluster.cluster_id, masked, text):
                     state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
                 if len(state.range_alerts) > self.config.max_templates:
                     _forget_gone(state.range_alerts, state.miner)
+
+    def _step(self, state: _Source, masked: str, added: int) -> int:
+        """A learned line's step: the cluster ``judge`` will find for such a line (see ``_problem_key``)."""
+        cluster = self._match(state.miner, masked)
+        return cluster.cluster_id if cluster is not None else added
+
+    def _flow_step(self, state: _Source, step: int | None, text: str | None, normal: bool,
+                   alerted: bool = False) -> None:
+        """A line's entities move on to ``step``. A normal line teaches its pairs of steps, except a pair
+        that alerted before: its comebacks are counted, like a problem's, until they are routine."""
+        for pair in self._flows.observe(state.flow, step, text, normal, told=alerted):
+            if alerted or pair in state.flow.alerts:
+                state.flow.alerts.setdefault(pair, Recurrence()).add(state.lines, self.config)
 
     def _recur(self, state: _Source, masked: str, level: str | None, words: list[str]) -> None:
         """A line not learned as normal: its level (in its pattern) and its problem pattern (its problem
@@ -674,6 +717,10 @@ class AdaptiveThresholds:
         template.scores.append(score)
         self._learn_ranges(template, masked, text)  # its values are in range from now on
         self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
+        step = self._step(state, masked, cluster_id)  # its step is in order after any step it alerted after
+        for pair in [pair for pair in state.flow.alerts if pair[1] == step]:
+            state.flow.pairs.add(pair)
+            del state.flow.alerts[pair]
 
     @staticmethod
     def _match(miner: TemplateMiner, masked: str):
@@ -748,7 +795,8 @@ class AdaptiveThresholds:
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at,
                                "ranges": t.ranges} for cid, t in state.templates.items() if cid in clusters],
                 "range_alerts": [[clusters[cid], key, recurrence.as_json()]
-                                 for (cid, key), recurrence in state.range_alerts.items() if cid in clusters]}
+                                 for (cid, key), recurrence in state.range_alerts.items() if cid in clusters],
+                "flows": EntityFlows.as_json(state.flow, clusters, Recurrence.as_json)}
         return {"version": STATE_VERSION, "sources": sources}
 
     def load_state(self, data: dict) -> None:
@@ -789,6 +837,10 @@ class AdaptiveThresholds:
             for template, key, recurrence in saved.get("range_alerts", []):
                 cluster_id = state.miner.add_log_message(template)["cluster_id"]
                 state.range_alerts[(cluster_id, key)] = Recurrence.from_json(recurrence, self.config.routine_gap)
+            if "flows" in saved:  # kept since this rule
+                state.flow = EntityFlows.from_json(
+                    saved["flows"], lambda template: self._step(state, template, state.miner.add_log_message(
+                        template)["cluster_id"]), lambda data: Recurrence.from_json(data, self.config.routine_gap))
 
     @staticmethod
     def _level_pattern_of(state: _Source, level: str, template: str | None) -> tuple[str, int | None]:

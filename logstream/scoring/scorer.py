@@ -236,7 +236,7 @@ class LineScorer:
                                        note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly:
-                self.adaptive.seen(source, line.score, line.masked, level=level, text=text)
+                self.adaptive.seen(source, line.score, line.masked, level=level, text=text, how=line.verdict.how)
             else:
                 self.adaptive.learn(source, line.masked, line.score, level=level,
                                     routine=line.verdict.routine is not None, text=text)
