@@ -107,7 +107,7 @@ def test_an_id_in_every_line_is_no_flow_and_steps_in_either_order_are_no_news():
         text = f"boot {boot}: " + rng.choice(("disk checked", "unit started", "timer fired", "link up"))
         assert not judge(adaptive, text).anomaly, i
     # two steps that come in either order: a message delivered to two mailboxes
-    adaptive, requests = learned()
+    adaptive, _ = learned()
     for _ in range(300):
         qid = f"{rng.getrandbits(36):09X}A"
         first, second = rng.sample(("delivered to mailbox alice", "relayed to partner"), 2)

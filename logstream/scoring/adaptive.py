@@ -838,9 +838,11 @@ class AdaptiveThresholds:
                 cluster_id = state.miner.add_log_message(template)["cluster_id"]
                 state.range_alerts[(cluster_id, key)] = Recurrence.from_json(recurrence, self.config.routine_gap)
             if "flows" in saved:  # kept since this rule
-                state.flow = EntityFlows.from_json(
-                    saved["flows"], lambda template: self._step(state, template, state.miner.add_log_message(
-                        template)["cluster_id"]), lambda data: Recurrence.from_json(data, self.config.routine_gap))
+                def step_of(template: str, state: _Source = state) -> int:
+                    return self._step(state, template, state.miner.add_log_message(template)["cluster_id"])
+
+                state.flow = EntityFlows.from_json(saved["flows"], step_of,
+                                                   lambda data: Recurrence.from_json(data, self.config.routine_gap))
 
     @staticmethod
     def _level_pattern_of(state: _Source, level: str, template: str | None) -> tuple[str, int | None]:
