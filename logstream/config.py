@@ -192,6 +192,9 @@ class AdaptiveSettings(Section):
                                 "alerts")
     flow_quiet: int = Field(100, ge=1, description="entity lines (and at least a quarter of all a source has "
                             "shown) without a new pair of steps before one alerts: the source's flows are learned")
+    flow_max_branches: int = Field(4, ge=1, description="successors a step may have and still be judged: a "
+                                   "workflow's next step is one of a few; after a step followed by anything "
+                                   "(an id that is a time written in hex) nothing is out of order")
     flow_max_steps: int = Field(64, ge=1, description="lines of one entity that are followed: an id in more lines "
                                 "than this (a boot or container id) names no flow")
     flow_entities: int = Field(100_000, ge=1, description="entities whose latest step is kept per source (least "

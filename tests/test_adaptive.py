@@ -570,3 +570,20 @@ def test_a_problem_drain3_files_under_another_pattern_than_its_search_finds_stil
     alerted = [v.anomaly for v in first[1:2] + attempts]
     assert alerted == [True] * CONFIG.episode_alerts + [False] * (len(alerted) - CONFIG.episode_alerts)
     assert all(v.routine for v in attempts[2:]) and "keeps coming back" in attempts[-1].routine
+
+
+def test_an_access_records_level_and_event_in_a_structured_head_are_not_problem_words():
+    adaptive = AdaptiveThresholds(CONFIG)
+    head = "ERROR http.log.access Not Found: handled request uri=/wp-login.php"
+    assert adaptive._problem_words_in(head, level_key("ERROR", "Not Found")) == []
+    assert adaptive._problem_words_in(head.replace("handled", "failed"), level_key("ERROR", "Not Found")) == ["failed"]
+
+
+def test_an_error_code_that_was_only_ever_0_alerts_when_it_is_not_and_other_zeros_do_not():
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
+    line = "conn={} op={} RESULT tag=97 err={} text="
+    for i in range(200):
+        assert not judge_text(adaptive, line.format(1000 + i, 0, 0)).anomaly, i
+    failed = judge_text(adaptive, line.format(1300, 0, 49))  # invalid credentials
+    assert failed.anomaly and failed.how == OUT_OF_RANGE and "'err=49'" in failed.note
+    assert not judge_text(adaptive, line.format(1301, 1, 0)).anomaly  # op: a counter, not an error code

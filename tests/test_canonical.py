@@ -207,3 +207,20 @@ def test_hostile_lines_are_read_in_linear_time(line):
     read = Canonicalizer().read("s", line)
     LineMasker()(read.text)
     assert time.perf_counter() - started < 5.0
+
+
+def test_a_structured_record_with_an_http_status_reads_its_status_as_its_event():
+    """Caddy logs each 4xx and 5xx access record at ERROR: with the status as its event (as a plain access
+    log's), a bot's 404s are one pattern of the rare-level rule, not a new ERROR for each path."""
+    reader = Canonicalizer()
+    caddy = reader.read("caddy", json.dumps({"level": "error", "ts": 1796429541.57, "logger": "http.log.access.log0",
+                                             "msg": "handled request", "request": {"uri": "/wp-login.php"},
+                                             "status": 404}))
+    assert (caddy.level, caddy.event) == ("ERROR", "Not Found")  # the record's own level stays
+    assert caddy.text.startswith("ERROR http.log.access.log0 Not Found: handled request")
+    no_level = reader.read("app", 'msg="request done" method=GET path=/api status_code=503')
+    assert (no_level.level, no_level.event) == ("ERROR", "Service Unavailable")  # the class gives a level
+    assert reader.read("ecs", json.dumps({"message": "GET /x", "http": {"response": {"status_code": 499}}})).event \
+        == "status 499"
+    for status in (7, "ok", 1000):  # not an HTTP status
+        assert reader.read("job", json.dumps({"msg": "job done", "status": status})).event is None

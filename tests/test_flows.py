@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import random
 
-from logstream.config import AdaptiveSettings
+from logstream.config import FLOW_IDS, AdaptiveSettings
 from logstream.scoring.adaptive import OUT_OF_ORDER, AdaptiveThresholds
+from logstream.scoring.flows import EntityFlows, FlowState
 from logstream.scoring.masking import LineMasker
 
 CONFIG = AdaptiveSettings(cold_start_lines=50, min_template_lines=10, history=64)
@@ -135,3 +136,26 @@ def test_flows_survive_a_restart_and_an_operators_mark_makes_a_pair_normal():
     rid = requests.rid()
     judge(off, requests.line(0, rid))
     assert not judge(off, requests.line(3, rid)).anomaly
+
+
+def test_after_a_step_that_anything_follows_nothing_is_out_of_order():
+    """An id that names no entity's life, such as slapd's time written in hex (``6b13556a.3a1aa18b``) at the
+    head of each line, groups whatever lines share a second: such a step has many successors, and a new one
+    is no news (measured: 6 false alerts in slapd's first run, before steps with more than
+    ``flow_max_branches`` successors were left unjudged)."""
+    flows = EntityFlows(FLOW_IDS, min_lines=0, quiet=10, min_step_lines=5, max_entities=1000, max_steps=64,
+                        max_branches=2)
+    state = FlowState()
+    for i in range(300):  # step 1 is followed by 2 (a workflow); step 3 by any of 4, 5, 6 (a time in hex)
+        flows.observe(state, 1, f"id {i:07x}a", normal=True)
+        flows.observe(state, 2, f"id {i:07x}a", normal=True)
+        flows.observe(state, 3, f"id {i:07x}b", normal=True)
+        flows.observe(state, 4 + i % 3, f"id {i:07x}b", normal=True)
+    for i in range(10):  # step 7: known, as some entities' first
+        flows.observe(state, 7, f"id {i:07x}c", normal=True)
+    flows.observe(state, 1, "id 9999999a", normal=True)
+    assert flows.unknown(state, 5, "id 9999999a") == ("9999999a", (1, 5))  # a workflow's step skipped
+    flows.observe(state, 3, "id 9999999b", normal=True)
+    assert state.follows[3] >= 5 and flows.unknown(state, 7, "id 9999999b") is None  # step 3: three successors
+    wide = EntityFlows(FLOW_IDS, 0, 10, 5, 1000, 64, max_branches=3)
+    assert wide.unknown(state, 7, "id 9999999b") == ("9999999b", (3, 7))

@@ -176,6 +176,10 @@ class _Template:
 # or a fraction (``web<N1>``, ``<N1>.<N6>``), as is one after a "-" that follows such a character
 NUMBER_FIELD = re.compile(r"<N\d+>")
 MAX_FIELDS = 32  # numeric fields kept per template
+# a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``): nonzero where it was
+# only ever 0 is a failure (slapd's ``RESULT ... err=49``, invalid credentials, after thousands of ``err=0``)
+ERROR_CODE = re.compile(r"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit(?:[ _]?(?:code|status))?|"
+                        r"result[ _]?code)\W{0,2}<N")
 
 
 def _with_value(token: str, index: int, value: int) -> str:
@@ -346,7 +350,8 @@ class AdaptiveThresholds:
         self._benign_words = re.compile(config.benign_words, re.IGNORECASE) if config.benign_words else None
         self._rescoring: set[str] = set()  # sources whose score histories are being re-learned
         self._flows = EntityFlows(config.flow_ids, config.flow_min_lines, config.flow_quiet,
-                                  config.min_template_lines, config.flow_entities, config.flow_max_steps)
+                                  config.min_template_lines, config.flow_entities, config.flow_max_steps,
+                                  config.flow_max_branches)
 
     # -- deciding -------------------------------------------------------------------------------
 
@@ -436,8 +441,12 @@ class AdaptiveThresholds:
         start-up tallies alerted at every restart)."""
         if self._problem_words is None:
             return []
-        if has_event(level) and masked.startswith(level):
-            masked = masked[len(level):]
+        if has_event(level):  # its event's words are in the line's head: ``WARN Not Found: ...``, or after the
+            # logger's name in a structured record (``ERROR http.log.access Not Found: ...``)
+            head, colon, rest = masked.partition(": ")
+            for part in level.split(" ", 1):
+                head = head.replace(part, "", 1)
+            masked = head + colon + rest
         if level is not None and level.split(" ", 1)[0] in QUIET_LEVELS:
             masked = QUOTED.sub("''", masked)
         words = list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
@@ -524,6 +533,7 @@ class AdaptiveThresholds:
             # spread over orders of magnitude (a row id of 1..100,000: "aid = 5" after 100 lines over 100
             # alerted, measured on PostgreSQL)
             if (value < 0 <= least and value <= -10) or (greatest >= 1 and value > factor * greatest) or (
+                    least == greatest == 0 and value != 0 and ERROR_CODE.search(token)) or (
                     least >= 100 and greatest <= factor * least and value * factor < least):
                 shown = _with_value(token, index, value)
                 why = f"{shown!r}: this field held {least:,} to {greatest:,} in the template's {lines:,} normal lines"

@@ -38,6 +38,7 @@ class FlowState:
     steps: Counter = field(default_factory=Counter)  # step -> entity lines at that step
     follows: Counter = field(default_factory=Counter)  # step -> times a normal line followed it
     settled: dict = field(default_factory=dict)  # step -> ``follows`` when it last had a new successor
+    branches: Counter = field(default_factory=Counter)  # step -> its successors learned
     lines: int = 0  # entity lines seen
     loaded_at: int | None = None  # ``lines`` when this state was loaded: entities in flight then start mid-way
     alerts: dict = field(default_factory=dict)  # pair -> Recurrence of its lines not learned as normal
@@ -47,10 +48,10 @@ class EntityFlows:
     """Judges and learns steps against a source's ``FlowState`` (settings: ``scoring.adaptive.flow_*``)."""
 
     def __init__(self, ids: str, min_lines: int, quiet: int, min_step_lines: int, max_entities: int,
-                 max_steps: int):
+                 max_steps: int, max_branches: int):
         self.ids = re.compile(ids) if ids else None
         self.min_lines, self.quiet, self.min_step_lines = min_lines, quiet, min_step_lines
-        self.max_entities, self.max_steps = max_entities, max_steps
+        self.max_entities, self.max_steps, self.max_branches = max_entities, max_steps, max_branches
 
     def entities(self, text: str | None) -> list[str]:
         """The entity ids a line names, each once, in order."""
@@ -59,10 +60,13 @@ class EntityFlows:
         return list(dict.fromkeys(m.group(0) for m in self.ids.finditer(text)))
 
     def settled(self, state: FlowState, step: int) -> bool:
-        """Whether a step's successors are known: followed often, none new for a while."""
+        """Whether a step's successors are known: followed often, none new for a while, and few (a workflow's
+        next step is one of a few; an id that is no entity's, such as a time written in hex, is followed by
+        any line at all). START is any step's predecessor: its successors are not counted."""
         follows = state.follows[step]
         return (follows >= self.min_step_lines
-                and follows - state.settled.get(step, 0) >= max(self.quiet, follows // 4))
+                and follows - state.settled.get(step, 0) >= max(self.quiet, follows // 4)
+                and (step == START or state.branches[step] <= self.max_branches))
 
     def unknown(self, state: FlowState, step: int | None, text: str | None) -> tuple[str, tuple[int, int]] | None:
         """(entity, pair) of the first of this line's entities whose step follows its previous one in a pair
@@ -102,6 +106,7 @@ class EntityFlows:
                 if normal and pair not in state.alerts and lines < self.max_steps:
                     state.pairs.add(pair)
                     state.settled[previous] = state.follows[previous]
+                    state.branches[previous] += 1
                 else:
                     unlearned.append(pair)
             state.last[entity] = (step, lines + 1, was_told or told)
@@ -124,7 +129,7 @@ class EntityFlows:
         entities = list(state.last.items())[-SAVED_ENTITIES:]
         return {"lines": state.lines,
                 "pairs": [[text(a), text(b)] for a, b in state.pairs if known(a, b)],
-                "steps": [[text(s), state.steps[s], state.follows[s], state.settled.get(s, 0)]
+                "steps": [[text(s), state.steps[s], state.follows[s], state.settled.get(s, 0), state.branches[s]]
                           for s in set(state.steps) | set(state.follows) if known(s)],
                 "entities": [[e, text(s), n, told] for e, (s, n, told) in entities if known(s)],
                 "alerts": [[text(a), text(b), alerts_json(r)] for (a, b), r in state.alerts.items() if known(a, b)]}
@@ -138,11 +143,12 @@ class EntityFlows:
         state = FlowState(lines=int(data["lines"]))
         state.loaded_at = state.lines
         state.pairs = {(step(a), step(b)) for a, b in data["pairs"]}
-        for text, lines, follows, settled in data["steps"]:
+        for text, lines, follows, settled, branches in data["steps"]:
             s = step(text)
             state.steps[s] += int(lines)
             state.follows[s] += int(follows)
             state.settled[s] = max(state.settled.get(s, 0), int(settled))
+            state.branches[s] += int(branches)
         state.last = OrderedDict((entity, (step(text), int(n), bool(told))) for entity, text, n, told in data["entities"])
         state.alerts = {(step(a), step(b)): recurrence_of(r) for a, b, r in data["alerts"]}
         return state
