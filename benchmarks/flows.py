@@ -115,8 +115,8 @@ def main() -> None:
     hdfs = {}
     if not args.skip_hdfs:
         for name, env in (("with the rule", {}), ("without", OFF)):
-            records, seconds = score(["--no-adapt", "--normal", str(args.hdfs / "train_normal.log"),
-                                      str(args.hdfs / "dev.log")], env)
+            records, seconds = score([str(args.hdfs / "dev.log"), "--no-adapt", "--normal",
+                                      str(args.hdfs / "train_normal.log")], env)
             hdfs[name] = hdfs_figures(records, args.hdfs / "dev_block_labels.csv") | {"seconds": seconds}
             print(f"hdfs {name}: {seconds:.0f} s", flush=True)
     write_report(args, machine, synth, hdfs, time.monotonic() - started)
