@@ -190,8 +190,9 @@ class AdaptiveSettings(Section):
                           "step in a pair its source never showed in a normal line alerts ('' turns the rule off)")
     flow_min_lines: int = Field(200, ge=0, description="entity lines a source needs before a new pair of steps "
                                 "alerts")
-    flow_quiet: int = Field(100, ge=1, description="entity lines (and at least a quarter of all a source has "
-                            "shown) without a new pair of steps before one alerts: the source's flows are learned")
+    flow_quiet: int = Field(100, ge=1, description="times a step is followed (and at least a quarter of all its "
+                            "follow-ups) without a new successor before a step never seen after it alerts: its "
+                            "successors are settled")
     flow_max_branches: int = Field(4, ge=1, description="successors a step may have and still be judged: a "
                                    "workflow's next step is one of a few; after a step followed by anything "
                                    "(an id that is a time written in hex) nothing is out of order")
