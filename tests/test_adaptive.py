@@ -587,3 +587,28 @@ def test_an_error_code_that_was_only_ever_0_alerts_when_it_is_not_and_other_zero
     failed = judge_text(adaptive, line.format(1300, 0, 49))  # invalid credentials
     assert failed.anomaly and failed.how == OUT_OF_RANGE and "'err=49'" in failed.note
     assert not judge_text(adaptive, line.format(1301, 1, 0)).anomaly  # op: a counter, not an error code
+
+
+def test_two_odd_values_among_a_templates_first_lines_do_not_make_later_ones_normal():
+    """A field's range starts at its 3rd least value: negative sizes learned while the template was too young to
+    be judged do not make the next one normal; a field that keeps going negative is negative by nature."""
+    def source(early_negatives: int) -> AdaptiveThresholds:
+        adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
+        rng = random.Random(3)
+        for i in range(300):
+            size = -rng.randint(1000, 9000) if i < 3 * early_negatives and i % 3 == 0 else rng.randint(200, 90_000)
+            judge_text(adaptive, f"request {i} processed: status 200, {size} bytes")
+        return adaptive
+
+    negative = "request 301 processed: status 200, -366251 bytes"
+    assert judge_text(source(2), negative).how == OUT_OF_RANGE
+    assert not judge_text(source(3), negative).anomaly
+    # a state saved before the least values were kept (one least, one greatest) loads and judges
+    adaptive = source(0)
+    saved = json.loads(json.dumps(adaptive.state()))
+    for template in saved["sources"]["src"]["templates"]:
+        template["ranges"] = {key: [lines, least[0], greatest] for key, (lines, least, greatest) in
+                              template["ranges"].items()}
+    again = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
+    again.load_state(saved)
+    assert judge_text(again, negative).how == OUT_OF_RANGE

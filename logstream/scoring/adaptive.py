@@ -61,10 +61,12 @@ source has shown, per template:
   one surprising token barely moves a line's mean surprise, so a latency of 90,000 ms where 3,000
   is the most ever seen, a negative size or a timeout of 0 where 10,000 is the least read like any
   other line of their template (measured: none of the demo's 15 such anomalies alerted). Each
-  template keeps, per numeric field, the least and greatest value its normal lines held; once a
-  field has ``range_min_lines`` of them, a value more than ``range_factor`` times beyond (above a
-  field that was ever nonzero; below one that keeps within that factor, never under 100) or a
-  negative value where the field was never negative alerts. Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot
+  template keeps, per numeric field, the least (its 3rd least: two odd values among its first lines
+  do not count) and greatest value its normal lines held; once a field has ``range_min_lines`` of
+  them, a value more than ``range_factor`` times beyond (above a field that was ever nonzero; below
+  one that keeps within that factor, never under 100), a negative value where the field was
+  (almost) never negative, or a nonzero error code (``err=``, ``rc=``, ``exit code``) where it was
+  always 0 alerts. Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot
   (fractions, versions). Such a field that keeps going out of range turns routine like a problem
   pattern, and its held-back lines widen the range.
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
@@ -169,13 +171,30 @@ class Verdict:
 class _Template:
     scores: deque
     marked_normal_at: float | None = None  # highest score an operator marked normal
-    ranges: dict = field(default_factory=dict)  # numeric field ("token.index") -> [normal lines, least, greatest]
+    # numeric field ("token.index") -> [normal lines, its RANGE_EXTREMES least values ascending, its greatest]
+    ranges: dict = field(default_factory=dict)
 
 
 # a number placeholder of a masked line; one right after a letter, digit, "_", "." or ">" is part of a name
 # or a fraction (``web<N1>``, ``<N1>.<N6>``), as is one after a "-" that follows such a character
 NUMBER_FIELD = re.compile(r"<N\d+>")
 MAX_FIELDS = 32  # numeric fields kept per template
+# a field's range starts at its values' 3rd least: two odd values among a template's first lines (a negative
+# size while the template was too young to be judged) do not make later ones normal (measured: the demo's
+# synthetic logs, out-of-range values caught 5 -> 7 of 13, no false alert added). Not at the 3rd greatest:
+# sizes and latencies have long tails (Caddy's: 12 false alerts in a replay of its corpus)
+RANGE_EXTREMES = 3
+
+
+def _least(values: list[int]) -> int:
+    """A field's least value but RANGE_EXTREMES - 1 (of those kept while it has fewer)."""
+    return values[min(RANGE_EXTREMES, len(values)) - 1]
+
+
+def _keep_least(values: list[int], value: int) -> None:
+    values.append(value)
+    values.sort()
+    del values[RANGE_EXTREMES:]
 # a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``): nonzero where it was
 # only ever 0 is a failure (slapd's ``RESULT ... err=49``, invalid credentials, after thousands of ``err=0``)
 ERROR_CODE = re.compile(r"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit(?:[ _]?(?:code|status))?|"
@@ -528,7 +547,7 @@ class AdaptiveThresholds:
             seen = template.ranges.get(key)
             if seen is None or seen[0] < self.config.range_min_lines:
                 continue
-            lines, least, greatest = seen
+            lines, least, greatest = seen[0], _least(seen[1]), seen[2]
             # below: only a field that keeps within a factor of its least (a timeout, a block size), not one
             # spread over orders of magnitude (a row id of 1..100,000: "aid = 5" after 100 lines over 100
             # alerted, measured on PostgreSQL)
@@ -540,15 +559,19 @@ class AdaptiveThresholds:
                 beyond.append((key, why))
         return beyond
 
-    def _learn_ranges(self, template: _Template, masked: str, text: str | None) -> None:
+    def _learn_ranges(self, template: _Template, masked: str, text: str | None, weight: int = 1) -> None:
+        """Take the line's values into their fields' ranges (``weight`` times: an operator's mark takes a value
+        in at once, as RANGE_EXTREMES lines)."""
         for (key, _, _), value in self._fields_with_values(masked, text):
             seen = template.ranges.get(key)
             if seen is None:
-                if len(template.ranges) < MAX_FIELDS:
-                    template.ranges[key] = [1, value, value]
-            else:
+                if len(template.ranges) >= MAX_FIELDS:
+                    continue
+                seen = template.ranges[key] = [0, [], value]
+            for _ in range(weight):
                 seen[0] += 1
-                seen[1], seen[2] = min(seen[1], value), max(seen[2], value)
+                _keep_least(seen[1], value)
+            seen[2] = max(seen[2], value)
 
     def _held_back(self, state: _Source, recurrence: Recurrence | None) -> str | None:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
@@ -725,7 +748,7 @@ class AdaptiveThresholds:
         template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
         template.marked_normal_at = max(score, template.marked_normal_at or score)
         template.scores.append(score)
-        self._learn_ranges(template, masked, text)  # its values are in range from now on
+        self._learn_ranges(template, masked, text, weight=RANGE_EXTREMES)  # its values are in range from now on
         self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
         step = self._step(state, masked, cluster_id)  # its step is in order after any step it alerted after
         for pair in [pair for pair in state.flow.alerts if pair[1] == step]:
@@ -841,9 +864,11 @@ class AdaptiveThresholds:
                 if item["marked"] is not None:
                     template.marked_normal_at = max(item["marked"], template.marked_normal_at or item["marked"])
                 for key, (lines, least, greatest) in item.get("ranges", {}).items():  # kept since this rule
-                    seen = template.ranges.setdefault(key, [0, least, greatest])
+                    seen = template.ranges.setdefault(key, [0, [], greatest])
                     seen[0] += int(lines)
-                    seen[1], seen[2] = min(seen[1], least), max(seen[2], greatest)
+                    for value in least if isinstance(least, list) else [least]:  # saved before: its least alone
+                        _keep_least(seen[1], value)
+                    seen[2] = max(seen[2], greatest)
             for template, key, recurrence in saved.get("range_alerts", []):
                 cluster_id = state.miner.add_log_message(template)["cluster_id"]
                 state.range_alerts[(cluster_id, key)] = Recurrence.from_json(recurrence, self.config.routine_gap)
