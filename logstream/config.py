@@ -198,8 +198,8 @@ class AdaptiveSettings(Section):
                                    "(an id that is a time written in hex) nothing is out of order")
     flow_max_steps: int = Field(64, ge=1, description="lines of one entity that are followed: an id in more lines "
                                 "than this (a boot or container id) names no flow")
-    flow_entities: int = Field(100_000, ge=1, description="entities whose latest step is kept per source (least "
-                               "recent forgotten)")
+    flow_entities: int = Field(10_000, ge=1, description="entities whose latest step is kept per source (least "
+                               "recent forgotten: one that comes back starts anew); about 190 bytes each")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")
     max_sources: int = Field(1000, ge=1, description="sources kept (least recent forgotten)")
 

@@ -25,7 +25,8 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 
 START = -1  # the step before an entity's first line
-SAVED_ENTITIES = 10_000  # entities whose latest step a saved state keeps (the most recent)
+SAVED_ENTITIES = 2_000  # entities whose latest step a saved state keeps (the most recent; the state is saved
+# every minute for up to scoring.adaptive.max_sources sources)
 
 
 @dataclass
