@@ -159,3 +159,13 @@ def test_after_a_step_that_anything_follows_nothing_is_out_of_order():
     assert state.follows[3] >= 5 and flows.unknown(state, 7, "id 9999999b") is None  # step 3: three successors
     wide = EntityFlows(FLOW_IDS, 0, 10, 5, 1000, 64, max_branches=3)
     assert wide.unknown(state, 7, "id 9999999b") == ("9999999b", (3, 7))
+
+
+def test_entities_are_bounded_per_source_and_in_a_saved_state():
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"flow_entities": 500}))
+    for i in range(3000):
+        judge(adaptive, f"request {i:07x}a opened: GET /shop/{i} HTTP/1.1")
+    flow = adaptive._sources["src"].flow
+    assert len(flow.last) == 500 and f"{2999:07x}a" in flow.last and f"{0:07x}a" not in flow.last
+    saved = adaptive.state()["sources"]["src"]["flows"]
+    assert len(saved["entities"]) <= 500
