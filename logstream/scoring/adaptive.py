@@ -195,6 +195,8 @@ def _keep_least(values: list[int], value: int) -> None:
     values.append(value)
     values.sort()
     del values[RANGE_EXTREMES:]
+
+
 # a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``): nonzero where it was
 # only ever 0 is a failure (slapd's ``RESULT ... err=49``, invalid credentials, after thousands of ``err=0``)
 ERROR_CODE = re.compile(r"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit(?:[ _]?(?:code|status))?|"
