@@ -113,6 +113,25 @@ def test_a_continuing_burst_keeps_its_alert_and_a_quiet_window_opens_a_new_one()
     assert fresh.alert_id != first.alert_id and fresh.count == 1 and fresh.offset == 3
 
 
+def test_a_backlog_read_in_seconds_folds_by_its_entries_own_time():
+    """A tailer catching up, or a worker back from an outage, reads minutes of log in seconds: anomalies
+    minutes apart in their own time are each news; a burst within a window of entry time is still one."""
+    clock = FakeClock()
+    grouper = AlertGrouper(window_s=60, clock=clock)
+    emitted = []
+    for i in range(10):  # read 0.1 s apart, written 5 minutes apart, then a burst within one second
+        clock.now = i * 0.1
+        emitted += grouper.add(anomaly(i, time=T0 + timedelta(minutes=5 * i)))
+    assert [a.offset for a in emitted] == list(range(10))
+    for i in range(10, 20):
+        clock.now = 1 + i * 0.1
+        emitted += grouper.add(anomaly(i, time=T0 + timedelta(minutes=60, milliseconds=i)))
+    assert len(emitted) == 11  # the burst: its first anomaly, the rest folded into it
+    clock.now = 62
+    [update] = grouper.flush()
+    assert (update.alert_id, update.count) == (emitted[-1].alert_id, 10)
+
+
 def test_anomaly_after_the_window_without_flush_still_sends_the_pending_update_first():
     clock = FakeClock()
     grouper = AlertGrouper(window_s=10, clock=clock)

@@ -2,7 +2,9 @@
 
 Group key: (stream, template), or (stream, the line with numbers/ids/IPs masked) when the line has
 no template. The first anomaly of a group is emitted at once; the ones that follow within
-``window_s`` of the group's last emission are folded into it (``count`` grows, nothing is sent);
+``window_s`` of the group's last emission, both on the clock and in their entries' own time, are
+folded into it (``count`` grows, nothing is sent): a backlog read in seconds (a tailer catching up,
+a worker back from an outage, a demo's history) holds anomalies minutes apart, each news of its own;
 once the window has passed, ``flush`` emits one update per group that folded anything (same
 ``alert_id``, the total count, the latest ``last_seen``). The first anomaly after a quiet window
 opens a new alert.
@@ -24,6 +26,7 @@ from logstream.service.metrics import ALERTS_SUPPRESSED
 class _Group:
     alert: Alert          # the alert as last emitted (its id is the group's id)
     emitted_at: float     # clock time of the last emission
+    entry_at: datetime    # entry time of the newest anomaly in the last emission
     touched_at: float     # clock time of the last anomaly or emission
     count: int            # anomalies in this alert so far
     folded: int = 0       # anomalies folded since the last emission
@@ -61,7 +64,8 @@ class AlertGrouper:
         now = self.clock()
         key = alert.group_key
         group = self._groups.get(key)
-        if group is not None and now - group.emitted_at < self.window_s:
+        if (group is not None and now - group.emitted_at < self.window_s
+                and abs((alert.time - group.entry_at).total_seconds()) < self.window_s):
             group.count += alert.count
             group.folded += alert.count
             group.last_seen = max(group.last_seen or alert.last_seen, alert.last_seen)
@@ -72,7 +76,8 @@ class AlertGrouper:
         out: list[Alert] = []
         if group is not None and group.folded:
             out.append(group.update())
-        self._groups[key] = _Group(alert=alert, emitted_at=now, touched_at=now, count=alert.count)
+        self._groups[key] = _Group(alert=alert, emitted_at=now, entry_at=alert.time, touched_at=now,
+                                   count=alert.count)
         self._groups.move_to_end(key)
         out.append(alert)
         while len(self._groups) > self.max_groups:
@@ -92,6 +97,7 @@ class AlertGrouper:
                 updates.append(update)
                 # Folds after this update count towards the same alert, one window from now.
                 group.alert, group.emitted_at, group.touched_at, group.folded = update, now, now, 0
+                group.entry_at = group.last_seen or group.entry_at
                 self._groups.move_to_end(key)
             elif not group.folded and now - group.touched_at > self.forget_after_s:
                 del self._groups[key]
