@@ -453,7 +453,8 @@ class AlertSettings(Section):
     backoff_initial_s: float = Field(0.5, gt=0)
     backoff_max_s: float = Field(30.0, gt=0)
     queue_size: int = Field(10_000, ge=1)
-    group_window_s: float = Field(60.0, ge=0, description="same anomaly, same stream: one alert per window")
+    group_window_s: float = Field(60.0, ge=0, description="same anomaly, same stream: one alert per window (on the "
+                                  "clock and in the lines' own time: a backlog read in seconds is not one window)")
     template_min_similarity: float = Field(0.8, ge=0, le=1, description="an anomalous line is taken as an "
                                            "instance of its nearest known template (and grouped by it) only "
                                            "this similar to it; otherwise by the line itself, masked")
