@@ -612,3 +612,19 @@ def test_two_odd_values_among_a_templates_first_lines_do_not_make_later_ones_nor
     again = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
     again.load_state(saved)
     assert judge_text(again, negative).how == OUT_OF_RANGE
+
+
+def test_a_new_message_of_an_orderly_stop_or_start_is_no_news_by_its_novelty():
+    """A restart writes messages a source shows only then (Caddy's ``shutting down apps, then terminating
+    signal=SIGTERM``): new templates, each alerting by its novelty, though nothing went wrong."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    assert adaptive.judge("src", "config reload requested by admin <N1>", 50.0).how == NOVEL  # the rule at work
+    for line in ("INFO: shutting down apps, then terminating signal=SIGTERM",
+                 "WARN: exiting; byeee!! signal=SIGTERM", "INFO admin.api: load completed",
+                 "received signal SIGHUP, configuration loaded"):
+        verdict = adaptive.judge("src", line, 50.0, level=line.split(" ", 1)[0].rstrip(":"))
+        assert not verdict.anomaly and "orderly start or stop" in verdict.routine, line
+    for line in ("worker exited on signal SIGKILL, stopped", "shutting down: out of memory",
+                 "connection lost, stopping"):  # a bad outcome stays news
+        assert adaptive.judge("src", line, 50.0).anomaly, line

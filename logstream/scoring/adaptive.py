@@ -57,6 +57,9 @@ source has shown, per template:
   starting", "Server initialized"), and each one alerted. It is learned neither as a normal line at
   its level nor as a problem coming back: the level stays as rare as the source's other lines make
   it, and a warning of the same pattern without such words ("is DOWN" beside "is UP") still alerts.
+  Nor is such a line news by its novelty, at any level: a restart writes messages a source shows only
+  then (Caddy's "shutting down apps, then terminating signal=SIGTERM"; a signal to stop in order,
+  SIGTERM, SIGINT, SIGHUP or SIGQUIT, is no bad outcome).
 * **Values out of range.** Masking hides a number's value from the model (``<N5>``: five digits), and
   one surprising token barely moves a line's mean surprise, so a latency of 90,000 ms where 3,000
   is the most ever seen, a negative size or a timeout of 0 where 10,000 is the least read like any
@@ -97,7 +100,7 @@ import logging
 import re
 from collections import OrderedDict, deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from drain3 import TemplateMiner
@@ -129,7 +132,8 @@ LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
 QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
 # words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
 # an orderly stop)
-NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )down|terminated|signal(?:l?ed)?|unexpected(?:ly)?)\b", re.IGNORECASE)
+NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated|signal(?:l?ed)?(?![ =:]+SIG(?:TERM|INT|HUP|QUIT)\b)|"
+                        r"unexpected(?:ly)?)\b", re.IGNORECASE)
 # a problem word counted zero, as tallies write it: a 0 that opens the line or a clause, or follows "with"
 # (and the like), then at most two words of its noun ("0 Invalid entries.", "0 With invalid flags", "5 passed,
 # 0 failed", "with 0 errors"); or the word, then ": 0" ending a clause ("errors: 0, warnings: 2"). Not an
@@ -386,6 +390,11 @@ class AdaptiveThresholds:
         ``text``: the line before masking, where a problem word counted zero (``0 Invalid entries``) shows.
         """
         verdict = self._judge_score(source, masked, score)
+        if verdict.anomaly and verdict.how == NOVEL:
+            orderly = self._orderly(masked, level, text)
+            if orderly:  # a new message of a program starting or stopping in order is no news by its novelty
+                verdict = replace(verdict, anomaly=False, routine=f"a new message that reports {orderly!r}: "
+                                  "an orderly start or stop")
         if verdict.anomaly or verdict.how == FEEDBACK:
             return verdict
         state = self._sources[source]
@@ -486,6 +495,14 @@ class AdaptiveThresholds:
                 or NOT_BENIGN.search(masked)):
             return None
         found = self._benign_words.search(masked) or (EXIT_ZERO.search(text) if text else None)
+        return found.group(0) if found else None
+
+    def _orderly(self, masked: str, level: str | None, text: str | None) -> str | None:
+        """The words by which a line reports a success or an orderly start or stop, whatever its level, when
+        it has no problem word and no word of a bad outcome; else None."""
+        if self._benign_words is None or self._problem_words_in(masked, level, text) or NOT_BENIGN.search(masked):
+            return None
+        found = self._benign_words.search(masked)
         return found.group(0) if found else None
 
     @staticmethod
