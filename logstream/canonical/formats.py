@@ -104,15 +104,19 @@ def _rfc5424(groups: dict) -> None:
             del groups[name]
 
 
-def _access_level(groups: dict) -> None:
-    """An access log has no level: the status class gives one, and the status reads as its words
+def http_status(status: str) -> tuple[str, str]:
+    """(level, event) of an HTTP status: its class gives the level, and the status reads as its words
     (``Forbidden``, ``Not Found``), since the number mask would make 403, 404 and 500 all ``<N3>``."""
-    status = groups.get("status", "")
-    groups["level"] = {"5": "ERROR", "4": "WARN"}.get(status[:1], "INFO")
+    level = {"5": "ERROR", "4": "WARN"}.get(status[:1], "INFO")
     try:
-        groups["event"] = HTTPStatus(int(status)).phrase
-    except ValueError:
-        groups["event"] = f"status {status}"
+        return level, HTTPStatus(int(status)).phrase
+    except ValueError:  # a status of its own (nginx's 499), or none
+        return level, f"status {status}"
+
+
+def _access_level(groups: dict) -> None:
+    """An access log has no level: its status gives one, and its words are the event (``http_status``)."""
+    groups["level"], groups["event"] = http_status(groups.get("status", ""))
 
 
 # an FTP server's reply codes (RFC 959, 4.2): 4yz transient and 5yz permanent negative completion

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from http import HTTPStatus
+
+from .formats import http_status
 
 MESSAGE_KEYS = ("msg", "message", "MESSAGE", "@message", "log", "text", "short_message", "body", "event")
 LEVEL_KEYS = ("level", "lvl", "severity", "levelname", "log.level", "loglevel", "@level", "severity_text",
@@ -98,11 +99,8 @@ def _status_event(fields: dict, groups: dict) -> None:
     _, status = _first(fields, STATUS_KEYS)
     if status is None or not status.isdigit() or not 100 <= int(status) <= 599:
         return
-    try:
-        groups["event"] = HTTPStatus(int(status)).phrase
-    except ValueError:  # a status of its own (nginx's 499)
-        groups["event"] = f"status {status}"
-    groups.setdefault("level", {"5": "ERROR", "4": "WARN"}.get(status[0], "INFO"))
+    level, groups["event"] = http_status(status)
+    groups.setdefault("level", level)
 
 
 def _journal_bytes(value):

@@ -391,7 +391,7 @@ class AdaptiveThresholds:
         """
         verdict = self._judge_score(source, masked, score)
         if verdict.anomaly and verdict.how == NOVEL:
-            orderly = self._orderly(masked, level, text)
+            orderly = self._orderly(masked, self._problem_words_in(masked, level, text))
             if orderly:  # a new message of a program starting or stopping in order is no news by its novelty
                 verdict = replace(verdict, anomaly=False, routine=f"a new message that reports {orderly!r}: "
                                   "an orderly start or stop")
@@ -491,18 +491,17 @@ class AdaptiveThresholds:
         """The words by which a line at a level that is not low reports a success or an orderly start or
         stop (``benign_words``, or an exit with status 0 in its ``text``), with no word of a bad outcome
         (``words``: its problem words); else None."""
-        if (self._benign_words is None or words or level is None or has_event(level) or level in LOW_LEVELS
-                or NOT_BENIGN.search(masked)):
+        if level is None or has_event(level) or level in LOW_LEVELS:
+            return None
+        return self._orderly(masked, words, text)
+
+    def _orderly(self, masked: str, words: list[str], text: str | None = None) -> str | None:
+        """The words by which a line reports a success or an orderly start or stop, whatever its level, when
+        it has no problem ``words`` and no word of a bad outcome; else None. With its ``text``, an exit with
+        status 0 is one too."""
+        if self._benign_words is None or words or NOT_BENIGN.search(masked):
             return None
         found = self._benign_words.search(masked) or (EXIT_ZERO.search(text) if text else None)
-        return found.group(0) if found else None
-
-    def _orderly(self, masked: str, level: str | None, text: str | None) -> str | None:
-        """The words by which a line reports a success or an orderly start or stop, whatever its level, when
-        it has no problem word and no word of a bad outcome; else None."""
-        if self._benign_words is None or self._problem_words_in(masked, level, text) or NOT_BENIGN.search(masked):
-            return None
-        found = self._benign_words.search(masked)
         return found.group(0) if found else None
 
     @staticmethod
@@ -523,11 +522,8 @@ class AdaptiveThresholds:
         cluster than that search returns (it leaves wildcards out of the similarity), and a problem's
         comebacks counted there never made it routine (measured: a synthetic sshd's ``Failed password
         for root`` alerted 203 times in 1,250 lines)."""
-        added = state.problems.add_log_message(masked)["cluster_id"] if add else None
-        cluster = self._match(state.problems, masked)
-        if cluster is None and added is None:
-            return None
-        return (cluster.cluster_id if cluster is not None else added), " ".join(sorted(words))
+        cluster_id = self._found(state.problems, masked, add)
+        return None if cluster_id is None else (cluster_id, " ".join(sorted(words)))
 
     def _unseen_problem(self, state: _Source, masked: str, level: str | None, words: list[str],
                         benign: str | None) -> tuple[str | None, str | None]:
@@ -669,7 +665,7 @@ class AdaptiveThresholds:
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
         cluster_id, known = self._cluster(state, masked)
-        self._flow_step(state, self._step(state, masked, cluster_id), text, normal=True)
+        self._flow_step(state, self._found(state.miner, masked, added=cluster_id), text, normal=True)
         template = state.templates.get(cluster_id)
         # a template an operator marked normal teaches its own history only: its lines scored high
         # enough to alert once, and would lift the bar for every other new template of the source
@@ -700,11 +696,6 @@ class AdaptiveThresholds:
                     state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
                 if len(state.range_alerts) > self.config.max_templates:
                     _forget_gone(state.range_alerts, state.miner)
-
-    def _step(self, state: _Source, masked: str, added: int) -> int:
-        """A learned line's step: the cluster ``judge`` will find for such a line (see ``_problem_key``)."""
-        cluster = self._match(state.miner, masked)
-        return cluster.cluster_id if cluster is not None else added
 
     def _flow_step(self, state: _Source, step: int | None, text: str | None, normal: bool,
                    alerted: bool = False) -> None:
@@ -769,10 +760,21 @@ class AdaptiveThresholds:
         template.scores.append(score)
         self._learn_ranges(template, masked, text, weight=RANGE_EXTREMES)  # its values are in range from now on
         self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
-        step = self._step(state, masked, cluster_id)  # its step is in order after any step it alerted after
+        step = self._found(state.miner, masked, added=cluster_id)  # in order after any step it alerted after
         for pair in [pair for pair in state.flow.alerts if pair[1] == step]:
             state.flow.pairs.add(pair)
             del state.flow.alerts[pair]
+
+    @classmethod
+    def _found(cls, miner: TemplateMiner, masked: str, add: bool = False, added: int | None = None) -> int | None:
+        """The cluster id the tree search finds for a line (``_match``), what ``judge`` looks it up by;
+        ``add``: the line joins the miner first (``added``: it just did, in that cluster). drain3 may add a
+        line to another cluster than that search returns (it leaves wildcards out of the similarity): then
+        the search's wins, the added one only if the search finds none. None: not added and no cluster fits."""
+        if add:
+            added = miner.add_log_message(masked)["cluster_id"]
+        cluster = cls._match(miner, masked)
+        return cluster.cluster_id if cluster is not None else added
 
     @staticmethod
     def _match(miner: TemplateMiner, masked: str):
@@ -892,10 +894,8 @@ class AdaptiveThresholds:
                 cluster_id = state.miner.add_log_message(template)["cluster_id"]
                 state.range_alerts[(cluster_id, key)] = Recurrence.from_json(recurrence, self.config.routine_gap)
             if "flows" in saved:  # kept since this rule
-                def step_of(template: str, state: _Source = state) -> int:
-                    return self._step(state, template, state.miner.add_log_message(template)["cluster_id"])
-
-                state.flow = EntityFlows.from_json(saved["flows"], step_of,
+                state.flow = EntityFlows.from_json(saved["flows"],
+                                                   lambda template, miner=state.miner: self._found(miner, template, True),
                                                    lambda data: Recurrence.from_json(data, self.config.routine_gap))
 
     @staticmethod
