@@ -222,5 +222,5 @@ def test_a_structured_record_with_an_http_status_reads_its_status_as_its_event()
     assert (no_level.level, no_level.event) == ("ERROR", "Service Unavailable")  # the class gives a level
     assert reader.read("ecs", json.dumps({"message": "GET /x", "http": {"response": {"status_code": 499}}})).event \
         == "status 499"
-    for status in (7, "ok", 1000):  # not an HTTP status
+    for status in (7, "ok", 1000, "9" * 5000, "²00", 600):  # not an HTTP status (nor a crash: 5,000 digits)
         assert reader.read("job", json.dumps({"msg": "job done", "status": status})).event is None
