@@ -25,7 +25,7 @@ import random
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -408,7 +408,7 @@ def main(argv=None) -> int:
     perf["marks"] = marks
     if args.dump:
         with args.dump.open("w") as f:
-            for line, scored, alerted, drained in zip(stream, verdicts, ours, drain):
+            for line, scored, alerted, drained, calibrated in zip(stream, verdicts, ours, drain, run.calibrated):
                 v = scored.verdict
                 f.write(json.dumps({"source": line.source, "position": line.position, "error": line.error,
                                     "event": line.event, "alert": alerted, "drain": drained,
@@ -419,7 +419,11 @@ def main(argv=None) -> int:
                                     "fmt": scored.canonical.format if scored.canonical else None,
                                     "level": level_key(scored.canonical.level, scored.canonical.event)
                                     if scored.canonical else None,
-                                    "lp": [round(float(x), 3) for x in scored.logprobs]}) + "\n")
+                                    "lp": [round(float(x), 3) for x in scored.logprobs],
+                                    # what ``onboarding_replay.py`` judges again: the model's own threshold
+                                    # before the adaptive judgement, the line's reading, its adaptive source
+                                    "calibrated": calibrated, "adaptive_source": v.source if v else None,
+                                    "canonical": asdict(scored.canonical) if scored.canonical else None}) + "\n")
     perf["throughput"] = throughput_while_training(stream, args.batch) if args.adapt else None
     args.out.mkdir(parents=True, exist_ok=True)
     plot({k: results[k] for k in ("logstream", "drain3")}, args.out / f"{args.report}.png")

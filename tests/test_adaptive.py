@@ -572,6 +572,29 @@ def test_a_problem_drain3_files_under_another_pattern_than_its_search_finds_stil
     assert all(v.routine for v in attempts[2:]) and "keeps coming back" in attempts[-1].routine
 
 
+def test_a_lines_score_joins_the_template_judge_looks_it_up_by_where_drain3_files_it_elsewhere():
+    """The same divergence one level down: a template's score history and value ranges must grow under the
+    cluster ``judge`` finds the line in, or that template never gets old enough to be judged by its own
+    scores and ranges."""
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"cold_start_lines": 0}))
+    line = "sshd: {} {} for {} from <IP> port {} ssh<N1>"
+    for words in (("Checked", "publickey", "alice", "low"), ("Checked", "password", "root", "high"),
+                  ("Accepted", "publickey", "root", "low")):
+        judge_and_learn(adaptive, line.format(*words))
+    failed = line.format("Checked", "password", "root", "low")
+    state = adaptive._sources["src"]
+    drain = state.miner.drain
+    adds_to = drain.tree_search(drain.root_node, drain.get_content_as_tokens(failed), drain.sim_th, False)
+    finds = AdaptiveThresholds._match(state.miner, failed)
+    assert finds is not None and (adds_to is None or adds_to.cluster_id != finds.cluster_id)  # drain3 files it
+    # elsewhere (a new cluster) than it finds it
+    for _ in range(CONFIG.min_template_lines):
+        judge_and_learn(adaptive, failed)
+    looked_up = AdaptiveThresholds._match(state.miner, failed).cluster_id
+    assert len(state.templates[looked_up].scores) >= CONFIG.min_template_lines
+    assert adaptive.judge("src", failed, 2.0).how == TEMPLATE
+
+
 def test_an_access_records_level_and_event_in_a_structured_head_are_not_problem_words():
     adaptive = AdaptiveThresholds(CONFIG)
     head = "ERROR http.log.access Not Found: handled request uri=/wp-login.php"
@@ -587,6 +610,30 @@ def test_an_error_code_that_was_only_ever_0_alerts_when_it_is_not_and_other_zero
     failed = judge_text(adaptive, line.format(1300, 0, 49))  # invalid credentials
     assert failed.anomaly and failed.how == OUT_OF_RANGE and "'err=49'" in failed.note
     assert not judge_text(adaptive, line.format(1301, 1, 0)).anomaly  # op: a counter, not an error code
+
+
+def test_a_code_an_error_code_field_never_held_alerts_where_it_held_only_a_few():
+    """slapd answers compares with err=5 and err=6 beside thousands of err=0: a nonzero code is routine there,
+    but err=49 (invalid credentials), a code the field never held, is news; a field of many codes is not judged
+    by them. The codes seen survive a restart."""
+    config = CONFIG.model_copy(update={"range_min_lines": 100})
+    adaptive = AdaptiveThresholds(config)
+    line = "conn={} op={} RESULT tag=97 err={} text="
+    for i in range(300):
+        assert not judge_text(adaptive, line.format(1000 + i, 0, (5, 6)[i % 2] if i % 25 == 0 else 0)).anomaly, i
+    assert not judge_text(adaptive, line.format(1300, 0, 6)).anomaly
+    failed = judge_text(adaptive, line.format(1301, 0, 49))
+    assert failed.anomaly and failed.how == OUT_OF_RANGE and "never held" in failed.note and "0, 5, 6" in failed.note
+    assert not judge_text(adaptive, line.format(1302, 0, 0)).anomaly
+    again = AdaptiveThresholds(config)
+    again.load_state(json.loads(json.dumps(adaptive.state())))
+    assert judge_text(again, line.format(1303, 0, 32)).how == OUT_OF_RANGE
+    assert not judge_text(again, line.format(1304, 0, 5)).anomaly
+
+    many = AdaptiveThresholds(config)  # an exit code with many values (each tried command's own) is no category
+    for i in range(300):
+        judge_text(many, f"job {i} finished rc={i % 40}")
+    assert not judge_text(many, "job 301 finished rc=77").anomaly
 
 
 def test_two_odd_values_among_a_templates_first_lines_do_not_make_later_ones_normal():

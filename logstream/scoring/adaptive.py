@@ -68,8 +68,8 @@ source has shown, per template:
   do not count) and greatest value its normal lines held; once a field has ``range_min_lines`` of
   them, a value more than ``range_factor`` times beyond (above a field that was ever nonzero; below
   one that keeps within that factor, never under 100), a negative value where the field was
-  (almost) never negative, or a nonzero error code (``err=``, ``rc=``, ``exit code``) where it was
-  always 0 alerts. Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot
+  (almost) never negative, a nonzero error code (``err=``, ``rc=``, ``errno=``) where it was
+  always 0, or a code such a field never held where it held only a few (``NEW_CODE_SHARE``) alerts. Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot
   (fractions, versions). Such a field that keeps going out of range turns routine like a problem
   pattern, and its held-back lines widen the range.
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
@@ -175,7 +175,8 @@ class Verdict:
 class _Template:
     scores: deque
     marked_normal_at: float | None = None  # highest score an operator marked normal
-    # numeric field ("token.index") -> [normal lines, its RANGE_EXTREMES least values ascending, its greatest]
+    # numeric field ("token.index") -> [normal lines, its RANGE_EXTREMES least values ascending, its greatest,
+    # and for an error code (ERROR_CODE) its values seen {str(value): lines}, None once there were over MAX_CODES]
     ranges: dict = field(default_factory=dict)
 
 
@@ -201,10 +202,26 @@ def _keep_least(values: list[int], value: int) -> None:
     del values[RANGE_EXTREMES:]
 
 
-# a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``): nonzero where it was
-# only ever 0 is a failure (slapd's ``RESULT ... err=49``, invalid credentials, after thousands of ``err=0``)
+# a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``): its values are codes,
+# not quantities. A code the field never held is news, where it only ever held a few (slapd's ``RESULT ...
+# err=49``, invalid credentials, after thousands of ``err=0`` and a few compare results ``err=5`` and
+# ``err=6``: measured, none of its 9 such failures alerted by the range)
 ERROR_CODE = re.compile(r"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit(?:[ _]?(?:code|status))?|"
                         r"result[ _]?code)\W{0,2}<N")
+MAX_CODES = 16  # codes kept per error-code field: one that held more is not judged by its codes
+NEW_CODE_SHARE = 0.01  # a new code is news while the field's codes seen once are at most this share of its
+# lines (Good-Turing: the chance that the next line holds a code never seen)
+
+
+def _count_code(seen: list, value: int, weight: int = 1) -> None:
+    """An error-code field's ``seen`` range holds ``value`` ``weight`` more times; past MAX_CODES codes it is
+    no longer judged by its codes."""
+    codes, code = seen[3], str(value)
+    if codes is None:
+        return
+    codes[code] = codes.get(code, 0) + weight
+    if len(codes) > MAX_CODES:
+        seen[3] = None
 
 
 def _with_value(token: str, index: int, value: int) -> str:
@@ -563,6 +580,14 @@ class AdaptiveThresholds:
             if seen is None or seen[0] < self.config.range_min_lines:
                 continue
             lines, least, greatest = seen[0], _least(seen[1]), seen[2]
+            codes = seen[3] if len(seen) > 3 else None
+            if codes and str(value) not in codes and ERROR_CODE.search(token) and (
+                    sum(1 for count in codes.values() if count == 1) <= NEW_CODE_SHARE * lines):
+                shown = _with_value(token, index, value)
+                held = ", ".join(f"{int(code):,}" for code in sorted(codes, key=int))
+                beyond.append((f"{key}={value}", f"{shown!r}: a code this field never held in the template's "
+                               f"{lines:,} normal lines (only {held})"))
+                continue
             # below: only a field that keeps within a factor of its least (a timeout, a block size), not one
             # spread over orders of magnitude (a row id of 1..100,000: "aid = 5" after 100 lines over 100
             # alerted, measured on PostgreSQL)
@@ -577,16 +602,18 @@ class AdaptiveThresholds:
     def _learn_ranges(self, template: _Template, masked: str, text: str | None, weight: int = 1) -> None:
         """Take the line's values into their fields' ranges (``weight`` times: an operator's mark takes a value
         in at once, as RANGE_EXTREMES lines)."""
-        for (key, _, _), value in self._fields_with_values(masked, text):
+        for (key, token, _), value in self._fields_with_values(masked, text):
             seen = template.ranges.get(key)
             if seen is None:
                 if len(template.ranges) >= MAX_FIELDS:
                     continue
-                seen = template.ranges[key] = [0, [], value]
+                seen = template.ranges[key] = [0, [], value] + ([{}] if ERROR_CODE.search(token) else [])
             for _ in range(weight):
                 seen[0] += 1
                 _keep_least(seen[1], value)
             seen[2] = max(seen[2], value)
+            if len(seen) > 3 and seen[3] is not None:
+                _count_code(seen, value, weight)
 
     def _held_back(self, state: _Source, recurrence: Recurrence | None) -> str | None:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
@@ -664,8 +691,8 @@ class AdaptiveThresholds:
             self._problem_normal(state, masked, words)
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
-        cluster_id, known = self._cluster(state, masked)
-        self._flow_step(state, self._found(state.miner, masked, added=cluster_id), text, normal=True)
+        cluster_id = self._cluster(state, masked)
+        self._flow_step(state, cluster_id, text, normal=True)
         template = state.templates.get(cluster_id)
         # a template an operator marked normal teaches its own history only: its lines scored high
         # enough to alert once, and would lift the bar for every other new template of the source
@@ -754,14 +781,14 @@ class AdaptiveThresholds:
         """An operator says lines like this are normal: its template alerts again only far above.
         ``level`` and ``text`` as for ``judge``: its problem words are then the ones judging reads."""
         state = self._source(source)
-        cluster_id, _ = self._cluster(state, masked)
+        cluster_id = self._cluster(state, masked)
         template = state.templates.setdefault(cluster_id, _Template(deque(maxlen=self.config.history)))
         template.marked_normal_at = max(score, template.marked_normal_at or score)
         template.scores.append(score)
         self._learn_ranges(template, masked, text, weight=RANGE_EXTREMES)  # its values are in range from now on
         self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
-        step = self._found(state.miner, masked, added=cluster_id)  # in order after any step it alerted after
-        for pair in [pair for pair in state.flow.alerts if pair[1] == step]:
+        for pair in [pair for pair in state.flow.alerts if pair[1] == cluster_id]:  # in order after any step it
+            # alerted after
             state.flow.pairs.add(pair)
             del state.flow.alerts[pair]
 
@@ -782,11 +809,12 @@ class AdaptiveThresholds:
         drain = miner.drain
         return drain.tree_search(drain.root_node, drain.get_content_as_tokens(masked), drain.sim_th, True)
 
-    def _cluster(self, state: _Source, masked: str) -> tuple[int, bool]:
-        result = state.miner.add_log_message(masked)
+    def _cluster(self, state: _Source, masked: str) -> int:
+        """The line joins its source's templates; returns the template ``judge`` looks it up by (``_found``)."""
+        cluster_id = self._found(state.miner, masked, add=True)
         if len(state.templates) > self.config.max_templates:
             _forget_gone(state.templates, state.miner)
-        return result["cluster_id"], result["change_type"] == "none"
+        return cluster_id
 
     @staticmethod
     def _push(values: deque, value: float, limit: int) -> None:
@@ -884,12 +912,17 @@ class AdaptiveThresholds:
                 template.scores.extend(item["scores"])
                 if item["marked"] is not None:
                     template.marked_normal_at = max(item["marked"], template.marked_normal_at or item["marked"])
-                for key, (lines, least, greatest) in item.get("ranges", {}).items():  # kept since this rule
-                    seen = template.ranges.setdefault(key, [0, [], greatest])
+                for key, (lines, least, greatest, *codes) in item.get("ranges", {}).items():  # kept since this rule
+                    seen = template.ranges.setdefault(key, [0, [], greatest] + ([{}] if codes else []))
                     seen[0] += int(lines)
                     for value in least if isinstance(least, list) else [least]:  # saved before: its least alone
                         _keep_least(seen[1], value)
                     seen[2] = max(seen[2], greatest)
+                    if codes and len(seen) > 3 and seen[3] is not None:  # an error code's (saved since it was one)
+                        if codes[0] is None:
+                            seen[3] = None
+                        for code, count in (codes[0] or {}).items():
+                            _count_code(seen, int(code), int(count))
             for template, key, recurrence in saved.get("range_alerts", []):
                 cluster_id = state.miner.add_log_message(template)["cluster_id"]
                 state.range_alerts[(cluster_id, key)] = Recurrence.from_json(recurrence, self.config.routine_gap)
