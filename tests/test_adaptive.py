@@ -636,6 +636,43 @@ def test_a_code_an_error_code_field_never_held_alerts_where_it_held_only_a_few()
     assert not judge_text(many, "job 301 finished rc=77").anomaly
 
 
+def test_a_warning_a_program_writes_at_every_start_is_no_news_at_its_next_start():
+    """Caddy writes ``WARN http: automatic HTTP->HTTPS redirects are disabled`` at every start: a warning the
+    source wrote in an earlier start-up is no news in the next one; away from a start, in a start-up where the
+    source never wrote it, or with a problem word, a line still alerts. Start-ups survive a restart."""
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"startup_lines": 30}))
+    warning = ("http: automatic HTTP->HTTPS redirects are disabled server_name=srv0", "WARN")
+    restart = ("server stopped", "INFO"), ("server starting", "INFO"), warning
+
+    def lines(pairs):
+        return [judge_and_learn(adaptive, line, level=level) for line, level in pairs]
+
+    def traffic(n):
+        for i in range(n):
+            judge_and_learn(adaptive, f"GET /page/{i % 7} served to {USERS[i % 4]}", level="INFO")
+
+    lines(restart)  # the source's first start (its first lines): learned while it is cold
+    traffic(400)
+    assert lines([warning])[0].how == RARE_LEVEL  # away from a start: a rare WARN
+    traffic(100)
+    again = lines(restart)[-1]
+    assert not again.anomaly and "earlier start-up" in again.routine
+    traffic(100)
+    new = lines([("server stopped", "INFO"), ("server starting", "INFO"),
+                 ("http: listener on port 8080 is not bound", "WARN")])[-1]
+    assert new.anomaly  # never written in a start-up before
+    traffic(100)
+    failed = lines([("server starting", "INFO"), ("tls: loading the certificate failed for srv0", "WARN")])[-1]
+    assert failed.anomaly  # a problem word: news at any time
+    saved = AdaptiveThresholds(CONFIG.model_copy(update={"startup_lines": 30}))
+    saved.load_state(json.loads(json.dumps(adaptive.state())))
+    traffic(0)
+    for line, level in (("server starting", "INFO"), warning):
+        verdict = saved.judge("src", line, 2.0, level=level)
+        saved.learn("src", line, 2.0, level=level, routine=verdict.routine is not None)
+    assert not verdict.anomaly and "earlier start-up" in verdict.routine
+
+
 def test_two_odd_values_among_a_templates_first_lines_do_not_make_later_ones_normal():
     """A field's range starts at its 3rd least value: negative sizes learned while the template was too young to
     be judged do not make the next one normal; a field that keeps going negative is negative by nature."""

@@ -60,6 +60,11 @@ source has shown, per template:
   Nor is such a line news by its novelty, at any level: a restart writes messages a source shows only
   then (Caddy's "shutting down apps, then terminating signal=SIGTERM"; a signal to stop in order,
   SIGTERM, SIGINT, SIGHUP or SIGQUIT, is no bad outcome).
+* **Start-ups.** A program writes the same warnings and new messages at every start (Caddy's "automatic
+  HTTP->HTTPS redirects are disabled" at WARN): within ``startup_lines`` lines of a line that reports a start
+  or stop (``START_STOP``, no problem word; and from a source's first line), a line without problem words
+  whose pattern the source also wrote in an earlier start-up is no news. A new message of a start (a broken
+  configuration) and any line with a problem word still alert.
 * **Values out of range.** Masking hides a number's value from the model (``<N5>``: five digits), and
   one surprising token barely moves a line's mean surprise, so a latency of 90,000 ms where 3,000
   is the most ever seen, a negative size or a timeout of 0 where 10,000 is the least read like any
@@ -148,6 +153,11 @@ ZERO_AFTER = re.compile(r":? 0(?=\s*(?:$|[,;)\]}|]))")
 EXIT_ZERO = re.compile(r"\bexit(?:ed|s)?\b[^.;:]{0,24}?\b(?:code|status)\s*[=:]?\s*0(?![\w.])", re.IGNORECASE)
 ZERO_REACH = 80  # characters before a problem word that ZERO_BEFORE reads: a line full of problem words is
 # not read again from its start for each one (a 16 KiB line of "error error ..." took 1.1 s: measured)
+# a line that reports a program starting or stopping (with no problem word or bad outcome): the start of its
+# start-up (``AdaptiveThresholds._startup_repeat``). Not a success ("passed", "completed"): those are routine
+# lines of many sources, and a start-up after each was a window over most of sshd's lines
+START_STOP = re.compile(r"\b(?:starting|started|stopping|stopped|exiting|shut(?:ting)? down|shutdown|"
+                        r"initiali[sz](?:ing|ed))\b", re.IGNORECASE)
 # a quoted string (one cut off by the end of the line too): a payload echoed inside a line
 # (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
 QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
@@ -333,6 +343,12 @@ class _Source:
     range_alerts: dict = field(default_factory=dict)  # (template id, field key) -> Recurrence of its values
     # out of range
     flow: FlowState = field(default_factory=FlowState)  # its entities' steps (``logstream.scoring.flows``)
+    # its start-ups: the line count at its latest line that reported an orderly start or stop (its first line
+    # opens the first), how many there were, and the patterns written in them (problem key -> [start-ups it
+    # was written in, the latest])
+    startup_at: int = 0
+    startups: int = 1
+    startup_patterns: OrderedDict = field(default_factory=OrderedDict)
 
 
 def level_key(level: str | None, event: str | None = None) -> str | None:
@@ -407,16 +423,19 @@ class AdaptiveThresholds:
         ``text``: the line before masking, where a problem word counted zero (``0 Invalid entries``) shows.
         """
         verdict = self._judge_score(source, masked, score)
+        state = self._sources[source]
+        words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         if verdict.anomaly and verdict.how == NOVEL:
-            orderly = self._orderly(masked, self._problem_words_in(masked, level, text))
+            orderly = self._orderly(masked, words)
+            startup = None if orderly else self._startup_repeat(state, masked, words)
             if orderly:  # a new message of a program starting or stopping in order is no news by its novelty
                 verdict = replace(verdict, anomaly=False, routine=f"a new message that reports {orderly!r}: "
                                   "an orderly start or stop")
+            elif startup:
+                verdict = replace(verdict, anomaly=False, routine=startup)
         if verdict.anomaly or verdict.how == FEEDBACK:
             return verdict
-        state = self._sources[source]
         share = self._level_share(state, level)
-        words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         benign = self._benign(masked, level, words, text)
         if benign:  # held back, not learned as a normal line at its level
             verdict.routine = f"{level} line that reports {benign!r}: a success or an orderly start or stop"
@@ -424,13 +443,18 @@ class AdaptiveThresholds:
             pattern = self._level_pattern(state, masked, level)
             if not state.level_normal.get(pattern, 0):  # a pattern learned as normal at this level is no news
                 held_back = self._held_back(state, state.level_alerts.get(pattern))
+                startup = None if held_back else self._startup_repeat(state, masked, words)
                 if held_back:
                     verdict.routine = f"{level} lines: the pattern {held_back}"
+                elif startup:
+                    verdict.routine = f"{level} line: {startup}"
                 else:
                     return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id,
                                    source, f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                                    f"(under {100 * self.config.rare_level_share:g}%)")
         problem, held_back = self._unseen_problem(state, masked, level, words, benign)  # from a source's first line on
+        if problem is not None and not held_back:
+            held_back = self._startup_repeat(state, masked, words)
         if problem is not None and not held_back:
             return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
                            f"{problem}, in a pattern this source has never shown in a normal line")
@@ -691,6 +715,7 @@ class AdaptiveThresholds:
             self._problem_normal(state, masked, words)
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
+        self._startup_line(state, masked, words)
         cluster_id = self._cluster(state, masked)
         self._flow_step(state, cluster_id, text, normal=True)
         template = state.templates.get(cluster_id)
@@ -714,7 +739,9 @@ class AdaptiveThresholds:
         state = self._source(source)
         self._count(state, score)
         if masked is not None:
-            self._recur(state, masked, level, self._problem_words_in(masked, level, text))
+            words = self._problem_words_in(masked, level, text)
+            self._recur(state, masked, level, words)
+            self._startup_line(state, masked, words)
             cluster = self._match(state.miner, masked)
             self._flow_step(state, cluster.cluster_id if cluster is not None else None, text, normal=False,
                             alerted=how == OUT_OF_ORDER)
@@ -723,6 +750,50 @@ class AdaptiveThresholds:
                     state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
                 if len(state.range_alerts) > self.config.max_templates:
                     _forget_gone(state.range_alerts, state.miner)
+
+    def _in_startup(self, state: _Source) -> bool:
+        """Whether the source is starting up: within ``startup_lines`` of its latest orderly start or stop."""
+        return 0 <= state.lines - state.startup_at <= self.config.startup_lines
+
+    def _startup_repeat(self, state: _Source, masked: str, words: list[str]) -> str | None:
+        """Why a line without problem ``words`` is no news as part of a start-up, or None: the source is starting
+        up and wrote the line's pattern in an earlier start-up too. Caddy writes ``automatic HTTP->HTTPS
+        redirects are disabled`` at WARN at every start and reload, a new message each time (measured: 9 of
+        its 12 false alerts from the 2,000th line on were such lines). A new problem of a start, a broken
+        configuration, is in no earlier start-up, and a problem word is news at any time (measured: with them,
+        sshd's and tinyproxy's errors that came soon after a frequent "Starting session" or "started" went
+        unnoticed)."""
+        if not self.config.startup_lines or words or not self._in_startup(state):
+            return None
+        key = self._problem_key(state, masked, words)
+        seen = state.startup_patterns.get(key) if key is not None else None
+        if seen is None or seen[1] >= state.startups:
+            return None
+        return (f"a line this source also wrote in {seen[0]} earlier start-up{'s' if seen[0] > 1 else ''} "
+                "(within a few lines of an orderly start or stop)")
+
+    def _startup_line(self, state: _Source, masked: str, words: list[str]) -> None:
+        """Follow the source's start-ups: a line that reports a start or stop (``START_STOP``) with no problem
+        ``words`` and no bad outcome opens one (unless one is open); a line written in one is remembered with it.
+        Counted after the line (``_count``)."""
+        if not self.config.startup_lines:
+            return
+        if not words and START_STOP.search(masked) and not NOT_BENIGN.search(masked):
+            if not self._in_startup(state):
+                state.startups += 1
+            state.startup_at = state.lines
+        if not self._in_startup(state):
+            return
+        key = self._problem_key(state, masked, words)
+        if key is None:
+            return
+        seen = state.startup_patterns.setdefault(key, [0, 0])
+        state.startup_patterns.move_to_end(key)
+        if seen[1] != state.startups:
+            seen[0] += 1
+            seen[1] = state.startups
+        while len(state.startup_patterns) > self.config.max_templates:
+            state.startup_patterns.popitem(last=False)
 
     def _flow_step(self, state: _Source, step: int | None, text: str | None, normal: bool,
                    alerted: bool = False) -> None:
@@ -878,7 +949,10 @@ class AdaptiveThresholds:
                                "ranges": t.ranges} for cid, t in state.templates.items() if cid in clusters],
                 "range_alerts": [[clusters[cid], key, recurrence.as_json()]
                                  for (cid, key), recurrence in state.range_alerts.items() if cid in clusters],
-                "flows": EntityFlows.as_json(state.flow, clusters, Recurrence.as_json)}
+                "flows": EntityFlows.as_json(state.flow, clusters, Recurrence.as_json),
+                "startups": {"at": state.startup_at, "count": state.startups,
+                             "patterns": [[problems[cid], words, seen] for (cid, words), seen in
+                                          state.startup_patterns.items() if cid in problems]}}
         return {"version": STATE_VERSION, "sources": sources}
 
     def load_state(self, data: dict) -> None:
@@ -926,6 +1000,11 @@ class AdaptiveThresholds:
             for template, key, recurrence in saved.get("range_alerts", []):
                 cluster_id = state.miner.add_log_message(template)["cluster_id"]
                 state.range_alerts[(cluster_id, key)] = Recurrence.from_json(recurrence, self.config.routine_gap)
+            if "startups" in saved:  # kept since this rule
+                state.startup_at, state.startups = int(saved["startups"]["at"]), int(saved["startups"]["count"])
+                for template, words, seen in saved["startups"]["patterns"]:
+                    key = (self._found(state.problems, template, add=True), words)
+                    state.startup_patterns[key] = [int(seen[0]), int(seen[1])]
             if "flows" in saved:  # kept since this rule
                 state.flow = EntityFlows.from_json(saved["flows"],
                                                    lambda template, miner=state.miner: self._found(miner, template, True),
