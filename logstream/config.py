@@ -113,7 +113,9 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  # dropped and throttled connections and dovecot's password mismatches were the studied misses)
                  r"could not|couldn't|not found|mismatch(?:es|ed)?|drop(?:s|ped|ping)?|throttl(?:e|ed|es|ing)|"
                  r"unavailable|exhausted|overload(?:ed)?|insufficient|unrecogni[sz]ed|violat(?:ion|ions|ed)|"
-                 r"giving up|gave up|unhealthy|degraded|misconfigur(?:ed|ation))\b")
+                 r"giving up|gave up|unhealthy|degraded|misconfigur(?:ed|ation)|"
+                 # what the sixth corpus's study added: slapd's schema errors and refusals
+                 r"undefined|not allowed|expired)\b")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session
 # (``0x...``), a request, queue or trace id of 8 or more hex digits in one case with a letter and a digit in it
 # (``dba9b65e``, Postfix's ``4F2A1B3C9D``; not a date or a count, not a word)
