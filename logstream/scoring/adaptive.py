@@ -63,7 +63,7 @@ source has shown, per template:
 * **Start-ups.** A program writes the same warnings and new messages at every start (Caddy's "automatic
   HTTP->HTTPS redirects are disabled" at WARN): within ``startup_lines`` lines of a line that reports a start
   or stop (``START_STOP``, no problem word; and from a source's first line), a line without problem words
-  whose pattern the source also wrote in an earlier start-up is no news. A new message of a start (a broken
+  whose pattern the source also wrote in an earlier start-up, and never away from one, is no news. A new message of a start (a broken
   configuration) and any line with a problem word still alert.
 * **Values out of range.** Masking hides a number's value from the model (``<N5>``: five digits), and
   one surprising token barely moves a line's mean surprise, so a latency of 90,000 ms where 3,000
@@ -146,7 +146,7 @@ NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated|sign
 # (lighttpd's bad configuration: measured)
 ZERO_BEFORE = re.compile(r"(?:^\s*|[,;(]\s*|\b(?:with|and|had|has|have|found)\s+)0 (?:[A-Za-z][\w-]* ){0,2}$",
                          re.IGNORECASE)
-ZERO_AFTER = re.compile(r":? 0(?=\s*(?:$|[,;)\]}|]))")
+ZERO_AFTER = re.compile(r":? 0(?=\s*(?:$|[,;)\]}|]|\.(?!\d)))")
 # a process that exited with status 0 ended in success: HAProxy logs each old worker's clean exit after a
 # reload at WARNING ("Former worker (1234) exited with code 0 (Exit)"). Read in the text before masking
 # (masking hides which number was 0); not "code 0x80", "status 01" or "code 1"
@@ -344,8 +344,8 @@ class _Source:
     # out of range
     flow: FlowState = field(default_factory=FlowState)  # its entities' steps (``logstream.scoring.flows``)
     # its start-ups: the line count at its latest line that reported an orderly start or stop (its first line
-    # opens the first), how many there were, and the patterns written in them (problem key -> [start-ups it
-    # was written in, the latest])
+    # opens the first), how many there were, and its patterns (problem key -> [start-ups it was written in, the
+    # latest, its lines away from a start-up])
     startup_at: int = 0
     startups: int = 1
     startup_patterns: OrderedDict = field(default_factory=OrderedDict)
@@ -427,7 +427,7 @@ class AdaptiveThresholds:
         words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         if verdict.anomaly and verdict.how == NOVEL:
             orderly = self._orderly(masked, words)
-            startup = None if orderly else self._startup_repeat(state, masked, words)
+            startup = None if orderly else self._startup_repeat(state, masked, words, level)
             if orderly:  # a new message of a program starting or stopping in order is no news by its novelty
                 verdict = replace(verdict, anomaly=False, routine=f"a new message that reports {orderly!r}: "
                                   "an orderly start or stop")
@@ -443,7 +443,7 @@ class AdaptiveThresholds:
             pattern = self._level_pattern(state, masked, level)
             if not state.level_normal.get(pattern, 0):  # a pattern learned as normal at this level is no news
                 held_back = self._held_back(state, state.level_alerts.get(pattern))
-                startup = None if held_back else self._startup_repeat(state, masked, words)
+                startup = None if held_back else self._startup_repeat(state, masked, words, level)
                 if held_back:
                     verdict.routine = f"{level} lines: the pattern {held_back}"
                 elif startup:
@@ -454,7 +454,7 @@ class AdaptiveThresholds:
                                    f"(under {100 * self.config.rare_level_share:g}%)")
         problem, held_back = self._unseen_problem(state, masked, level, words, benign)  # from a source's first line on
         if problem is not None and not held_back:
-            held_back = self._startup_repeat(state, masked, words)
+            held_back = self._startup_repeat(state, masked, words, level)
         if problem is not None and not held_back:
             return Verdict(True, verdict.threshold, UNSEEN_PROBLEM, verdict.template, verdict.template_id, source,
                            f"{problem}, in a pattern this source has never shown in a normal line")
@@ -755,19 +755,23 @@ class AdaptiveThresholds:
         """Whether the source is starting up: within ``startup_lines`` of its latest orderly start or stop."""
         return 0 <= state.lines - state.startup_at <= self.config.startup_lines
 
-    def _startup_repeat(self, state: _Source, masked: str, words: list[str]) -> str | None:
+    def _startup_repeat(self, state: _Source, masked: str, words: list[str], level: str | None) -> str | None:
         """Why a line without problem ``words`` is no news as part of a start-up, or None: the source is starting
-        up and wrote the line's pattern in an earlier start-up too. Caddy writes ``automatic HTTP->HTTPS
-        redirects are disabled`` at WARN at every start and reload, a new message each time (measured: 9 of
-        its 12 false alerts from the 2,000th line on were such lines). A new problem of a start, a broken
+        up and wrote the line's pattern in an earlier start-up too, and never away from one. Caddy writes ``automatic HTTP->HTTPS
+        redirects are disabled`` at WARN at every start, a new message each time (measured: 9 of its 12 false
+        alerts from the 2,000th line on were such lines, some also written away from a start-up). A new problem of a start, a broken
         configuration, is in no earlier start-up, and a problem word is news at any time (measured: with them,
         sshd's and tinyproxy's errors that came soon after a frequent "Starting session" or "started" went
-        unnoticed)."""
-        if not self.config.startup_lines or words or not self._in_startup(state):
+        unnoticed). Nor is an access record's event (a level with its event, ``WARN Bad Request``): that is
+        traffic, and HAProxy's bad requests soon after a reload went unnoticed (measured). Nor is a line the
+        source also writes away from its start-ups: Redis starts a background save for each replica that
+        syncs ("Background RDB transfer started"), and a client over its output buffer limit soon after one
+        went unnoticed (measured)."""
+        if not self.config.startup_lines or words or has_event(level) or not self._in_startup(state):
             return None
         key = self._problem_key(state, masked, words)
         seen = state.startup_patterns.get(key) if key is not None else None
-        if seen is None or seen[1] >= state.startups:
+        if seen is None or seen[1] >= state.startups or seen[2]:
             return None
         return (f"a line this source also wrote in {seen[0]} earlier start-up{'s' if seen[0] > 1 else ''} "
                 "(within a few lines of an orderly start or stop)")
@@ -782,14 +786,14 @@ class AdaptiveThresholds:
             if not self._in_startup(state):
                 state.startups += 1
             state.startup_at = state.lines
-        if not self._in_startup(state):
-            return
         key = self._problem_key(state, masked, words)
         if key is None:
             return
-        seen = state.startup_patterns.setdefault(key, [0, 0])
+        seen = state.startup_patterns.setdefault(key, [0, 0, 0])
         state.startup_patterns.move_to_end(key)
-        if seen[1] != state.startups:
+        if not self._in_startup(state):
+            seen[2] += 1
+        elif seen[1] != state.startups:
             seen[0] += 1
             seen[1] = state.startups
         while len(state.startup_patterns) > self.config.max_templates:
@@ -1004,7 +1008,7 @@ class AdaptiveThresholds:
                 state.startup_at, state.startups = int(saved["startups"]["at"]), int(saved["startups"]["count"])
                 for template, words, seen in saved["startups"]["patterns"]:
                     key = (self._found(state.problems, template, add=True), words)
-                    state.startup_patterns[key] = [int(seen[0]), int(seen[1])]
+                    state.startup_patterns[key] = [int(value) for value in seen]
             if "flows" in saved:  # kept since this rule
                 state.flow = EntityFlows.from_json(saved["flows"],
                                                    lambda template, miner=state.miner: self._found(miner, template, True),
