@@ -24,11 +24,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from onboarding import GOAL_FROM_LINE, Line, tally  # noqa: E402
+from onboarding import GOAL_FROM_LINE, Line, tally
 
-from logstream.canonical.canonicalizer import CanonicalLine  # noqa: E402
-from logstream.config import Settings  # noqa: E402
-from logstream.scoring.scorer import LineScore, LineScorer  # noqa: E402
+from logstream.canonical.canonicalizer import CanonicalLine
+from logstream.config import Settings
+from logstream.scoring.scorer import LineScore, LineScorer
 
 BATCH = 64
 
