@@ -63,8 +63,8 @@ source has shown, per template:
 * **Start-ups.** A program writes the same warnings and new messages at every start (Caddy's "automatic
   HTTP->HTTPS redirects are disabled" at WARN): within ``startup_lines`` lines of a line that reports a start
   or stop (``START_STOP``, no problem word; and from a source's first line), a line without problem words
-  whose pattern the source also wrote in an earlier start-up, and never away from one, is no news. A new message of a start (a broken
-  configuration) and any line with a problem word still alert.
+  whose pattern the source also wrote in an earlier start-up, and never away from one, is no news. A new
+  message of a start (a broken configuration) and any line with a problem word still alert.
 * **Values out of range.** Masking hides a number's value from the model (``<N5>``: five digits), and
   one surprising token barely moves a line's mean surprise, so a latency of 90,000 ms where 3,000
   is the most ever seen, a negative size or a timeout of 0 where 10,000 is the least read like any
@@ -74,8 +74,8 @@ source has shown, per template:
   them, a value more than ``range_factor`` times beyond (above a field that was ever nonzero; below
   one that keeps within that factor, never under 100), a negative value where the field was
   (almost) never negative, a nonzero error code (``err=``, ``rc=``, ``errno=``) where it was
-  always 0, or a code such a field never held where it held only a few (``NEW_CODE_SHARE``) alerts. Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot
-  (fractions, versions). Such a field that keeps going out of range turns routine like a problem
+  always 0, or a code such a field never held where it held only a few (``NEW_CODE_SHARE``) alerts.
+  Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot (fractions, versions). Such a field that keeps going out of range turns routine like a problem
   pattern, and its held-back lines widen the range.
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
@@ -757,12 +757,12 @@ class AdaptiveThresholds:
 
     def _startup_repeat(self, state: _Source, masked: str, words: list[str], level: str | None) -> str | None:
         """Why a line without problem ``words`` is no news as part of a start-up, or None: the source is starting
-        up and wrote the line's pattern in an earlier start-up too, and never away from one. Caddy writes ``automatic HTTP->HTTPS
-        redirects are disabled`` at WARN at every start, a new message each time (measured: 9 of its 12 false
-        alerts from the 2,000th line on were such lines, some also written away from a start-up). A new problem of a start, a broken
-        configuration, is in no earlier start-up, and a problem word is news at any time (measured: with them,
-        sshd's and tinyproxy's errors that came soon after a frequent "Starting session" or "started" went
-        unnoticed). Nor is an access record's event (a level with its event, ``WARN Bad Request``): that is
+        up and wrote the line's pattern in an earlier start-up too, and never away from one. Caddy writes
+        ``automatic HTTP->HTTPS redirects are disabled`` at WARN at every start, a new message each time
+        (measured: 9 of its 12 false alerts from the 2,000th line on were such lines, some also written away
+        from a start-up). A new problem of a start, a broken configuration, is in no earlier start-up, and a
+        problem word is news at any time (measured: with them, sshd's and tinyproxy's errors that came soon
+        after a frequent "Starting session" or "started" went unnoticed). Nor is an access record's event (a level with its event, ``WARN Bad Request``): that is
         traffic, and HAProxy's bad requests soon after a reload went unnoticed (measured). Nor is a line the
         source also writes away from its start-ups: Redis starts a background save for each replica that
         syncs ("Background RDB transfer started"), and a client over its output buffer limit soon after one
