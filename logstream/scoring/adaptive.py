@@ -75,8 +75,9 @@ source has shown, per template:
   one that keeps within that factor, never under 100), a negative value where the field was
   (almost) never negative, a nonzero error code (``err=``, ``rc=``, ``errno=``) where it was
   always 0, or a code such a field never held where it held only a few (``NEW_CODE_SHARE``) alerts.
-  Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot (fractions, versions). Such a field that keeps going out of range turns routine like a problem
-  pattern, and its held-back lines widen the range.
+  Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot (fractions, versions). Such a
+  field that keeps going out of range turns routine like a problem pattern, and its held-back lines
+  widen the range.
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
   ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
@@ -762,9 +763,9 @@ class AdaptiveThresholds:
         (measured: 9 of its 12 false alerts from the 2,000th line on were such lines, some also written away
         from a start-up). A new problem of a start, a broken configuration, is in no earlier start-up, and a
         problem word is news at any time (measured: with them, sshd's and tinyproxy's errors that came soon
-        after a frequent "Starting session" or "started" went unnoticed). Nor is an access record's event (a level with its event, ``WARN Bad Request``): that is
-        traffic, and HAProxy's bad requests soon after a reload went unnoticed (measured). Nor is a line the
-        source also writes away from its start-ups: Redis starts a background save for each replica that
+        after a frequent "Starting session" or "started" went unnoticed). Nor is an access record's event (a
+        level with its event, ``WARN Bad Request``): that is traffic, and HAProxy's bad requests soon after a
+        reload went unnoticed (measured). Nor is a line the source also writes away from its start-ups: Redis starts a background save for each replica that
         syncs ("Background RDB transfer started"), and a client over its output buffer limit soon after one
         went unnoticed (measured)."""
         if not self.config.startup_lines or words or has_event(level) or not self._in_startup(state):
