@@ -104,7 +104,7 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  r"problems?|conflict(?:s|ing)?|abort(?:ed|ing)?|"
                  r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|"
                  r"invalid|illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
-                 r"cannot|can't|unable|timed out|timeout|unreachable|too (?:large|long|many|big)|out of memory|"
+                 r"cannot|can't|unable|timed out|timeout(?!\s+(?:<N\d+>|\d))|unreachable|too (?:large|long|many|big)|out of memory|"
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe|"
                  # what the fifth corpus's first run missed: postfix's rejects and deferrals, sshd's and
                  # dnsmasq's bad options, dnsmasq's unsupported requests and rebind attacks
@@ -118,6 +118,8 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  # setting out of bounds (memcached's "must be greater than 0", pydantic's "should be"), tasks
                  # cancelled by an outage, a bug report
                  r"undefined|not allowed|expired|(?:must|should) (?:not )?be|cancel(?:l?ed|ling|lation)|bugs?)\b")
+# ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
+# 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session
 # (``0x...``), a request, queue or trace id of 8 or more hex digits in one case with a letter and a digit in it
 # (``dba9b65e``, Postfix's ``4F2A1B3C9D``; not a date or a count, not a word)
