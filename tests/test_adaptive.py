@@ -455,6 +455,19 @@ def test_a_problem_word_naming_a_field_is_a_setting():
     assert judge_and_learn(adaptive, "request to <IP> failed: timeout after <N2> s", level="INFO").anomaly
 
 
+def test_the_fields_usual_problem_phrases_read_as_problems():
+    adaptive = AdaptiveThresholds(CONFIG)
+    for line, word in (('"ProFTPD" address/port (<IP>) already in use by "files.example.test"', "already in use"),
+                       ("favouriteColour: attribute type undefined", "undefined"),
+                       ("Number of threads must be greater than <N1>", "must be"),
+                       ("Terminating cancelled task: <coroutine object Recovery._publish_stats>", "cancelled"),
+                       ("=== REDIS BUG REPORT START: Cut & paste starting from here ===", "bug")):
+        assert word in adaptive._problem_words_in(line), line
+    assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.") == ["expired"]
+    assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.",
+                                      text="Done loading RDB, keys loaded: 1478, keys expired: 0.") == []
+
+
 def test_a_problem_logged_for_a_whole_window_is_routine_for_good():
     config = CONFIG.model_copy(update={"routine_gap": 5, "routine_episodes": 3, "routine_window": 100})
     adaptive = AdaptiveThresholds(config)
