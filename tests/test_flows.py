@@ -131,6 +131,15 @@ def test_flows_survive_a_restart_and_an_operators_mark_makes_a_pair_normal():
     rid = requests.rid()
     judge(again, requests.line(0, rid))
     assert not judge(again, requests.line(3, rid)).anomaly  # opened then closed is normal now
+    # a state saved before a step's successors were counted (four items a step) loads, and judges the same
+    older = json.loads(json.dumps(adaptive.state()))
+    for item in older["sources"]["src"]["flows"]["steps"]:
+        del item[4:]
+    again = AdaptiveThresholds(CONFIG)
+    again.load_state(older)
+    rid = requests.rid()
+    judge(again, requests.line(0, rid))
+    assert judge(again, requests.line(3, rid)).how == OUT_OF_ORDER
     off = AdaptiveThresholds(CONFIG.model_copy(update={"flow_ids": ""}))
     off.load_state(adaptive.state())
     rid = requests.rid()

@@ -144,12 +144,14 @@ class EntityFlows:
         state = FlowState(lines=int(data["lines"]))
         state.loaded_at = state.lines
         state.pairs = {(step(a), step(b)) for a, b in data["pairs"]}
-        for text, lines, follows, settled, branches in data["steps"]:
+        for text, lines, follows, settled, *branches in data["steps"]:
             s = step(text)
             state.steps[s] += int(lines)
             state.follows[s] += int(follows)
             state.settled[s] = max(state.settled.get(s, 0), int(settled))
-            state.branches[s] += int(branches)
+            state.branches[s] += int(branches[0]) if branches else 0
+        if any(len(item) < 5 for item in data["steps"]):  # saved before successors were counted: its pairs'
+            state.branches = Counter(first for first, _ in state.pairs)
         state.last = OrderedDict((entity, (step(text), int(n), bool(told))) for entity, text, n, told in data["entities"])
         state.alerts = {(step(a), step(b)): recurrence_of(r) for a, b, r in data["alerts"]}
         return state
