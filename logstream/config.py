@@ -187,10 +187,10 @@ class AdaptiveSettings(Section):
                                 "of the burst is the same news (not learned as normal; the burst still counts as "
                                 "one episode). 0: every line of a burst alerts")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
-    startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports an orderly start "
-                               "or stop (and after its first line) that are its start-up: a line there whose "
-                               "pattern (with its problem words) the source also wrote in an earlier start-up is "
-                               "no news (a warning a program logs at every start). 0 turns this off")
+    startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports a start or stop "
+                               "(and after its first line) that are its start-up: a line there without problem words "
+                               "whose pattern the source also wrote in an earlier start-up, and never away from one, "
+                               "is no news (a warning a program logs at every start). 0 turns this off")
     range_min_lines: int = Field(100, ge=0, description="normal lines a template's numeric field needs before a "
                                  "value far outside what it held alerts (0 turns the rule off)")
     range_factor: float = Field(10.0, gt=1, description="how far outside a field's range a value alerts: above "
