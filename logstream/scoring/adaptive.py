@@ -708,15 +708,16 @@ class AdaptiveThresholds:
         self._count(state, score)
         words = self._problem_words_in(masked, level, text)
         if self._benign(masked, level, words, text):
-            pass  # neither a normal line at its level nor a problem coming back: a warning in its pattern
-            # ("is DOWN" where "is UP" is benign) is still news
+            # neither a normal line at its level nor a problem coming back: a warning in its pattern ("is DOWN"
+            # where "is UP" is benign) is still news
+            key = self._problem_key(state, masked, words)
         elif routine:
-            self._recur(state, masked, level, words)
+            key = self._recur(state, masked, level, words)
         else:
-            self._problem_normal(state, masked, words)
+            key = self._problem_normal(state, masked, words)
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
-        self._startup_line(state, masked, words)
+        self._startup_line(state, masked, words, key)
         cluster_id = self._cluster(state, masked)
         self._flow_step(state, cluster_id, text, normal=True)
         template = state.templates.get(cluster_id)
@@ -741,8 +742,7 @@ class AdaptiveThresholds:
         self._count(state, score)
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
-            self._recur(state, masked, level, words)
-            self._startup_line(state, masked, words)
+            self._startup_line(state, masked, words, self._recur(state, masked, level, words))
             cluster = self._match(state.miner, masked)
             self._flow_step(state, cluster.cluster_id if cluster is not None else None, text, normal=False,
                             alerted=how == OUT_OF_ORDER)
@@ -777,17 +777,17 @@ class AdaptiveThresholds:
         return (f"a line this source also wrote in {seen[0]} earlier start-up{'s' if seen[0] > 1 else ''} "
                 "(within a few lines of an orderly start or stop)")
 
-    def _startup_line(self, state: _Source, masked: str, words: list[str]) -> None:
+    def _startup_line(self, state: _Source, masked: str, words: list[str], key: tuple[int, str] | None) -> None:
         """Follow the source's start-ups: a line that reports a start or stop (``START_STOP``) with no problem
-        ``words`` and no bad outcome opens one (unless one is open); a line written in one is remembered with it.
-        Counted after the line (``_count``)."""
+        ``words`` and no bad outcome opens one (unless one is open); a line is remembered by its problem pattern
+        ``key`` (``_problem_key``, as ``learn`` or ``seen`` found it) with the start-up it was written in, or as
+        written away from one. Counted after the line (``_count``)."""
         if not self.config.startup_lines:
             return
         if not words and START_STOP.search(masked) and not NOT_BENIGN.search(masked):
             if not self._in_startup(state):
                 state.startups += 1
             state.startup_at = state.lines
-        key = self._problem_key(state, masked, words)
         if key is None:
             return
         seen = state.startup_patterns.setdefault(key, [0, 0, 0])
@@ -808,9 +808,9 @@ class AdaptiveThresholds:
             if alerted or pair in state.flow.alerts:
                 state.flow.alerts.setdefault(pair, Recurrence()).add(state.lines, self.config)
 
-    def _recur(self, state: _Source, masked: str, level: str | None, words: list[str]) -> None:
+    def _recur(self, state: _Source, masked: str, level: str | None, words: list[str]) -> tuple[int, str] | None:
         """A line not learned as normal: its level (in its pattern) and its problem pattern (its problem
-        ``words``) come back once more."""
+        ``words``) come back once more. Returns the problem pattern's key."""
         key = self._problem_key(state, masked, words, add=True)
         state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config)
         state.level_alerts.setdefault(self._level_pattern(state, masked, level), Recurrence()).add(
@@ -819,6 +819,7 @@ class AdaptiveThresholds:
             _forget_gone(state.problem_alerts, state.problems)
         if len(state.level_alerts) > self.config.max_templates:
             _forget_gone(state.level_alerts, state.problems, at=1)
+        return key
 
     def _level_pattern(self, state: _Source, masked: str, level: str | None) -> tuple[str | None, int | None]:
         """What the rare-level rule's recurrence is kept by: the level and the line's strict pattern. A
@@ -842,11 +843,13 @@ class AdaptiveThresholds:
         if len(state.level_normal) > self.config.max_templates:
             _forget_gone(state.level_normal, state.problems, at=1)
 
-    def _problem_normal(self, state: _Source, masked: str, words: list[str]) -> None:
+    def _problem_normal(self, state: _Source, masked: str, words: list[str]) -> tuple[int, str] | None:
+        """A normal line's problem pattern (with its problem ``words``) is seen once more; returns its key."""
         key = self._problem_key(state, masked, words, add=True)
         state.problem_normal[key] = state.problem_normal.get(key, 0) + 1
         if len(state.problem_normal) > self.config.max_templates:
             _forget_gone(state.problem_normal, state.problems)
+        return key
 
     def _count(self, state: _Source, score: float) -> None:
         state.recent.append(score)
