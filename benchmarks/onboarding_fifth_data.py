@@ -1953,25 +1953,30 @@ def source_apache2(args) -> Source:
 # main
 # --------------------------------------------------------------------------
 
-def generators() -> dict:
-    gens = {name: globals().get(f"source_{name}") for name in SOURCES}
-    return {k: v for k, v in gens.items() if v}
-
-
-def main() -> int:
-    ap = arguments(__doc__, "onboarding_fifth", SOURCES, seed=5555)
-    ap.add_argument("--min-normal-seconds", dest="min_normal_s", type=float, default=75,
-                    help="shortest normal phase of each source (default 75)")
+def run(doc: str, name: str, sources: list[str], namespace: dict, seed: int, min_normal_s: float,
+        root_for: str) -> int:
+    """A corpus script's command line: parse its arguments, generate the sources its module (``namespace``)
+    defines as ``source_<name>`` functions, then print the summary. Shared by the fifth, sixth and seventh
+    corpora's scripts. ``root_for``: what the script needs root for, said when it is not run as root."""
+    ap = arguments(doc, name, sources, seed=seed)
+    ap.add_argument("--min-normal-seconds", dest="min_normal_s", type=float, default=min_normal_s,
+                    help=f"shortest normal phase of each source (default {min_normal_s:g})")
     args = ap.parse_args()
     args.lines = min(args.lines, HARD_CAP)
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # a TERM still stops every child (Services)
     if os.geteuid() != 0:
-        print("run as root (mount namespaces with tmpfs, programs dropping to their own users)", file=sys.stderr)
+        print(f"run as root ({root_for})", file=sys.stderr)
         return 2
+    gens = {source: namespace[f"source_{source}"] for source in sources if f"source_{source}" in namespace}
     t0 = time.time()
-    rc = generate(ap, args, generators(), SOURCES, __doc__)
+    rc = generate(ap, args, gens, sources, doc)
     summary(args.out, time.time() - t0)
     return rc
+
+
+def main() -> int:
+    return run(__doc__, "onboarding_fifth", SOURCES, globals(), seed=5555, min_normal_s=75,
+               root_for="mount namespaces with tmpfs, programs dropping to their own users")
 
 
 def summary(out: str, wall: float) -> None:

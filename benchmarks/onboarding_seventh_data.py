@@ -157,13 +157,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from onboarding_data import (HARD_CAP, PG_SETUP_APP, PG_SETUP_SU, FileLog, Pg, PgWorkload,  # noqa: E402
-                             arguments, free_port, need, say, version_of, wait_port, write_atomic)
+from onboarding_data import (PG_SETUP_APP, PG_SETUP_SU, FileLog, Pg, PgWorkload,  # noqa: E402
+                             free_port, need, say, version_of, wait_port, write_atomic)
 from onboarding_blind_data import ModeServer  # noqa: E402
 from onboarding_heldout_data import (USERS, WORDS, Background, Breaker, Group, Source,  # noqa: E402
-                                     as_user, entry_selector, generate, raw_send)
+                                     as_user, entry_selector, raw_send)
 from onboarding_fourth_data import UAS, Origin, http_via, mask_names, random_path  # noqa: E402
-from onboarding_fifth_data import TlsEcho, normal_loop, summary  # noqa: E402
+from onboarding_fifth_data import TlsEcho, normal_loop, run  # noqa: E402
 from onboarding_sixth_data import TLS_HELLO, chown_tree, run_quiet  # noqa: E402
 
 SOURCES = ["pgbouncer", "privoxy", "proftpd", "knot", "icecast2"]
@@ -1978,25 +1978,9 @@ def source_icecast2(args) -> Source:
 # main
 # --------------------------------------------------------------------------
 
-def generators() -> dict:
-    gens = {name: globals().get(f"source_{name}") for name in SOURCES}
-    return {k: v for k, v in gens.items() if v}
-
-
 def main() -> int:
-    ap = arguments(__doc__, "onboarding_seventh", SOURCES, seed=7777)
-    ap.add_argument("--min-normal-seconds", dest="min_normal_s", type=float, default=60,
-                    help="shortest normal phase of each source (default 60)")
-    args = ap.parse_args()
-    args.lines = min(args.lines, HARD_CAP)
-    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # a TERM still stops every child (Services)
-    if os.geteuid() != 0:
-        print("run as root (programs dropping to their own users)", file=sys.stderr)
-        return 2
-    t0 = time.time()
-    rc = generate(ap, args, generators(), SOURCES, __doc__)
-    summary(args.out, time.time() - t0)
-    return rc
+    return run(__doc__, "onboarding_seventh", SOURCES, globals(), seed=7777, min_normal_s=60,
+               root_for="programs dropping to their own users")
 
 
 if __name__ == "__main__":

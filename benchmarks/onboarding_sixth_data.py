@@ -141,13 +141,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from onboarding_data import (HARD_CAP, FileLog, arguments, free_port, need, say,  # noqa: E402
+from onboarding_data import (FileLog, free_port, need, say,  # noqa: E402
                              version_of, wait_port, write_atomic)
 from onboarding_blind_data import ModeServer, mask_all  # noqa: E402
 from onboarding_heldout_data import (USERS, WORDS, Background, Breaker, Group, Source,  # noqa: E402
-                                     as_user, entry_selector, generate, raw_send)
+                                     as_user, entry_selector, raw_send)
 from onboarding_fourth_data import UAS, Origin, build_www, http_via, mask_names, random_path  # noqa: E402
-from onboarding_fifth_data import normal_loop, summary  # noqa: E402
+from onboarding_fifth_data import normal_loop, run  # noqa: E402
 
 SOURCES = ["slapd", "memcached", "stunnel", "caddy", "varnish"]
 
@@ -1740,25 +1740,9 @@ def source_varnish(args) -> Source:
 # main
 # --------------------------------------------------------------------------
 
-def generators() -> dict:
-    gens = {name: globals().get(f"source_{name}") for name in SOURCES}
-    return {k: v for k, v in gens.items() if v}
-
-
 def main() -> int:
-    ap = arguments(__doc__, "onboarding_sixth", SOURCES, seed=6666)
-    ap.add_argument("--min-normal-seconds", dest="min_normal_s", type=float, default=60,
-                    help="shortest normal phase of each source (default 60)")
-    args = ap.parse_args()
-    args.lines = min(args.lines, HARD_CAP)
-    signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))  # a TERM still stops every child (Services)
-    if os.geteuid() != 0:
-        print("run as root (programs dropping to their own users)", file=sys.stderr)
-        return 2
-    t0 = time.time()
-    rc = generate(ap, args, generators(), SOURCES, __doc__)
-    summary(args.out, time.time() - t0)
-    return rc
+    return run(__doc__, "onboarding_sixth", SOURCES, globals(), seed=6666, min_normal_s=60,
+               root_for="programs dropping to their own users")
 
 
 if __name__ == "__main__":
