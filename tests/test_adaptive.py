@@ -693,6 +693,18 @@ def test_a_warning_a_program_writes_at_every_start_is_no_news_at_its_next_start(
     assert not verdict.anomaly and "earlier start-up" in verdict.routine
 
 
+def test_a_number_too_long_for_int_is_no_value_and_no_crash():
+    """Python's int() refuses over 4,300 digits: a hostile line of 5,000 digits must not raise in the range
+    rule (the worker would die on it); its values are not judged."""
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
+    for i in range(200):
+        judge_text(adaptive, f"request {i} processed: status 200, {1000 + i} bytes")
+    huge = "request 201 processed: status 200, " + "9" * 5000 + " bytes"
+    assert LineMasker().numbers(huge) == [201, 200]
+    assert judge_text(adaptive, huge).how != OUT_OF_RANGE
+    assert judge_text(adaptive, "request 202 processed: status 200, -5000 bytes").how == OUT_OF_RANGE
+
+
 def test_two_odd_values_among_a_templates_first_lines_do_not_make_later_ones_normal():
     """A field's range starts at its 3rd least value: negative sizes learned while the template was too young to
     be judged do not make the next one normal; a field that keeps going negative is negative by nature."""

@@ -39,6 +39,10 @@ DEFAULT_RULES: tuple[MaskRule, ...] = (
 )
 
 MAX_DIGIT_BUCKET = 12
+# a run of digits longer than this has no value read (``LineMasker.numbers``): Python's int() refuses over 4,300
+# digits (a hostile line of 5,000 digits raised ValueError in the adaptive thresholds' range rule); the line's
+# numbers then no longer match its placeholders, and its values are not judged
+MAX_VALUE_DIGITS = 4000
 
 
 def placeholder_tokens(rules=DEFAULT_RULES) -> list[str]:
@@ -62,7 +66,8 @@ class LineMasker:
     def numbers(self, line: str) -> list[int]:
         """The values the number rule masks in ``line`` (what each ``<Nk>`` of ``self(line)`` stood for), in
         order; negative where a minus sign stands before one as a sign, not inside a name (``-42 bytes``,
-        ``size=-42``; not ``worker-42``). Empty when no rule masks numbers."""
+        ``size=-42``; not ``worker-42``). Empty when no rule masks numbers; a number of more than
+        MAX_VALUE_DIGITS digits has none (then fewer values than placeholders)."""
         values: list[int] = []
         self._mask(line, values)
         return values
@@ -79,7 +84,7 @@ class LineMasker:
                 continue
 
             def number(m: re.Match, r: str = replacement, before: str = line) -> str:
-                if values is not None:
+                if values is not None and len(m.group()) <= MAX_VALUE_DIGITS:  # longer: no value (``numbers``)
                     at = m.start()
                     signed = at > 0 and before[at - 1] == "-" and not (at > 1 and _in_name(before[at - 2]))
                     values.append(-int(m.group()) if signed else int(m.group()))
