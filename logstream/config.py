@@ -183,6 +183,12 @@ class AdaptiveSettings(Section):
                                   "routine until it has been quiet for `routine_window` lines; one that strikes "
                                   "now and then stays news (0 turns this off)")
     routine_window: int = Field(1000, ge=1, description="lines of a source over which `routine_episodes` count")
+    sequence_episodes: int = Field(5, ge=0, description="a problem pattern or rare level whose latest this many "
+                                   "episodes each came right after the same line pattern of its stream, and that "
+                                   "comes after it again, is a step the source takes (Icecast warns of its stream "
+                                   "type right after each source logs in), not news (0 turns this off)")
+    sequence_share: float = Field(0.01, ge=0, le=1, description="the most of a source's lines the line pattern "
+                                  "before such a step may have: after a common line, problems come by chance")
     episode_alerts: int = Field(3, ge=0, description="lines of one burst of a problem pattern that alert; the rest "
                                 "of the burst is the same news (not learned as normal; the burst still counts as "
                                 "one episode). 0: every line of a burst alerts")

@@ -744,3 +744,46 @@ def test_a_new_message_of_an_orderly_stop_or_start_is_no_news_by_its_novelty():
     for line in ("worker exited on signal SIGKILL, stopped", "shutting down: out of memory",
                  "connection lost, stopping"):  # a bad outcome stays news
         assert adaptive.judge("src", line, 50.0).anomaly, line
+
+
+def test_a_warning_that_each_time_comes_right_after_the_same_rare_line_of_its_stream_is_a_step_of_it():
+    """Icecast warns of a stream's type right after each source logs in, a few times an hour: once it has come
+    after that same line of its stream in each of its latest ``sequence_episodes`` episodes, it is a step the
+    source takes, not news. Streams of one source interleave, so each stream's own previous line counts. The
+    same warning after another line is news, and so is one that keeps coming after the source's most common
+    line (``sequence_share``): after such a line anything comes now and then."""
+    config = CONFIG.model_copy(update={"routine_episodes": 0, "problem_routine_episodes": 0, "sequence_episodes": 3})
+    adaptive = AdaptiveThresholds(config)
+    login = ('source logging in at mountpoint "/live.mp3"', "INFO")
+    warning = ('format_get_type Unsupported or legacy stream type: "audio/mpeg"', "WARN")
+
+    def line(stream: str, pair: tuple[str, str]):
+        text, level = pair
+        verdict = adaptive.judge("src", text, 2.0, level=level, stream=stream)
+        if verdict.anomaly:
+            adaptive.seen("src", 2.0, text, level=level, stream=stream)
+        else:
+            adaptive.learn("src", text, 2.0, level=level, routine=verdict.routine is not None, stream=stream)
+        return verdict
+
+    def traffic(n: int):
+        for i in range(n):  # two streams of the source, interleaved
+            line("a" if i % 2 else "b", (f"GET /live.mp3 served to {USERS[i % 4]}", "INFO"))
+
+    traffic(400)
+    verdicts = []
+    for _ in range(6):
+        line("a", login)
+        line("b", (f"GET /jazz.mp3 served to {USERS[0]}", "INFO"))  # the other stream's line comes in between
+        verdicts.append(line("a", warning))
+        traffic(100)
+    assert [v.anomaly for v in verdicts] == [True] * 3 + [False] * 3
+    assert all("a step the source takes" in v.routine for v in verdicts[3:])
+    assert line("b", warning).anomaly  # after another line of its stream: news
+    traffic(100)
+    common = []
+    for _ in range(6):  # episodes apart (more than routine_gap lines between them)
+        traffic(30)
+        line("a", (f"GET /live.mp3 served to {USERS[0]}", "INFO"))
+        common.append(line("a", warning))
+    assert all(v.anomaly for v in common)  # always after the most common line: no step of a sequence

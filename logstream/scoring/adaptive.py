@@ -269,8 +269,12 @@ class Recurrence:
     comebacks: int = 0  # episodes in all
     chronic: bool = False  # one of its episodes went on for ``routine_window`` lines: routine for good
     steady: bool = False  # routine since it last turned so, until it is quiet for ``routine_window`` lines
+    after: int | None = None  # the step (template) its latest episodes came right after in their stream
+    after_runs: int = 0  # its latest episodes in a row that came right after ``after``
 
-    def add(self, at: int, config: AdaptiveSettings) -> None:
+    def add(self, at: int, config: AdaptiveSettings, after: int | None = None) -> None:
+        """One more of its lines, at the source's line count ``at``, right after the step ``after`` of its
+        stream (None: unknown)."""
         self.lines += 1
         if self.episodes and at - self.episodes[-1][1] <= config.routine_gap:
             self.episodes[-1][1] = at
@@ -279,6 +283,8 @@ class Recurrence:
             return
         self.comebacks += 1
         self.episodes.append([at, at, 1])
+        same = after is not None and after == self.after
+        self.after, self.after_runs = after, self.after_runs + 1 if same else 1
         while len(self.episodes) > max(config.routine_episodes, 1):
             self.episodes.popleft()
 
@@ -299,6 +305,12 @@ class Recurrence:
                        or (last > oldest and last - first >= config.routine_episodes * config.routine_gap))
         return self.steady
 
+    def in_sequence(self, after: int | None, config: AdaptiveSettings) -> bool:
+        """Whether it comes as a step of a sequence: each of its latest ``sequence_episodes`` episodes came
+        right after the same step of its stream, and so does this line."""
+        return bool(config.sequence_episodes and after is not None and after == self.after
+                    and self.after_runs >= config.sequence_episodes)
+
     def burst_told(self, now: int, config: AdaptiveSettings) -> int | None:
         """Lines its ongoing episode has had once they are ``episode_alerts`` or more (the news is told:
         the rest of the burst is the same news), else None."""
@@ -309,7 +321,7 @@ class Recurrence:
 
     def as_json(self) -> dict:
         return {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks,
-                "chronic": self.chronic, "steady": self.steady}
+                "chronic": self.chronic, "steady": self.steady}  # ``after`` is a step id: not kept across a restart
 
     @classmethod
     def from_json(cls, data, gap: int = 20) -> "Recurrence":
@@ -350,6 +362,8 @@ class _Source:
     startup_at: int = 0
     startups: int = 1
     startup_patterns: OrderedDict = field(default_factory=OrderedDict)
+    # stream -> the step (template) of its latest line, least recent first: what a problem came right after
+    previous: OrderedDict = field(default_factory=OrderedDict)
 
 
 def level_key(level: str | None, event: str | None = None) -> str | None:
@@ -415,16 +429,19 @@ class AdaptiveThresholds:
     # -- deciding -------------------------------------------------------------------------------
 
     def judge(self, source: str, masked: str, score: float, calibrated: float | None = None,
-              level: str | None = None, text: str | None = None) -> Verdict:
+              level: str | None = None, text: str | None = None, stream: str | None = None) -> Verdict:
         """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal).
 
         ``calibrated``: the model's own threshold for this line, used where it holds (``calibration_holds``).
         ``level``: the line's level for the rare-level rule: its canonical level, with its event where the
         format has one (an access log's status, ``WARN Forbidden``), see ``level_key``.
         ``text``: the line before masking, where a problem word counted zero (``0 Invalid entries``) shows.
+        ``stream``: the line's stream within its source, whose previous line a problem may come as a step after
+        (``Recurrence.in_sequence``).
         """
         verdict = self._judge_score(source, masked, score)
         state = self._sources[source]
+        after = state.previous.get(stream)
         words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         if verdict.anomaly and verdict.how == NOVEL:
             orderly = self._orderly(masked, words)
@@ -443,7 +460,7 @@ class AdaptiveThresholds:
         if verdict.how != COLD and share is not None and share < self.config.rare_level_share and not benign:
             pattern = self._level_pattern(state, masked, level)
             if not state.level_normal.get(pattern, 0):  # a pattern learned as normal at this level is no news
-                held_back = self._held_back(state, state.level_alerts.get(pattern))
+                held_back = self._held_back(state, state.level_alerts.get(pattern), after)
                 startup = None if held_back else self._startup_repeat(state, masked, words, level)
                 if held_back:
                     verdict.routine = f"{level} lines: the pattern {held_back}"
@@ -453,7 +470,7 @@ class AdaptiveThresholds:
                     return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id,
                                    source, f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                                    f"(under {100 * self.config.rare_level_share:g}%)")
-        problem, held_back = self._unseen_problem(state, masked, level, words, benign)  # from a source's first line on
+        problem, held_back = self._unseen_problem(state, masked, level, words, benign, after)  # from a source's first line on
         if problem is not None and not held_back:
             held_back = self._startup_repeat(state, masked, words, level)
         if problem is not None and not held_back:
@@ -568,7 +585,7 @@ class AdaptiveThresholds:
         return None if cluster_id is None else (cluster_id, " ".join(sorted(words)))
 
     def _unseen_problem(self, state: _Source, masked: str, level: str | None, words: list[str],
-                        benign: str | None) -> tuple[str | None, str | None]:
+                        benign: str | None, after: int | None = None) -> tuple[str | None, str | None]:
         """(why this line is a problem never seen in a normal line of its source, or None; why it is held
         back, or None: it keeps coming back, or its burst has told the news: ``_held_back``)."""
         why = self._reads_as_problem(level, words, benign)
@@ -579,7 +596,7 @@ class AdaptiveThresholds:
             return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
-        return why, self._held_back(state, state.problem_alerts.get(key))
+        return why, self._held_back(state, state.problem_alerts.get(key), after)
 
     def _fields_with_values(self, masked: str, text: str | None) -> list[tuple[tuple[str, str, int], int]]:
         """The line's numeric fields that are values of their own, each with its value (from ``text``)."""
@@ -640,16 +657,27 @@ class AdaptiveThresholds:
             if len(seen) > 3 and seen[3] is not None:
                 _count_code(seen, value, weight)
 
-    def _held_back(self, state: _Source, recurrence: Recurrence | None) -> str | None:
+    def _held_back(self, state: _Source, recurrence: Recurrence | None, after: int | None = None) -> str | None:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
-        coming back often enough to be the source's routine, or its ongoing burst has already alerted
-        ``episode_alerts`` lines (the rest of a burst is the same news)."""
+        coming back often enough to be the source's routine, or each time as the step after the same line
+        of its stream (``after``, the step of the stream's previous line), or its ongoing burst has already
+        alerted ``episode_alerts`` lines (the rest of a burst is the same news)."""
         if recurrence is None:
             return None
         if recurrence.routine(state.lines, self.config):
             return "keeps coming back"
+        if recurrence.in_sequence(after, self.config) and self._rare_step(state, after):
+            return (f"came right after the same line of its stream each of its last {recurrence.after_runs} "
+                    "times: a step the source takes")
         told = recurrence.burst_told(state.lines, self.config)
         return f"alerted {told} lines of this burst" if told else None
+
+    def _rare_step(self, state: _Source, step: int) -> bool:
+        """Whether a step is rare enough in its source (at most ``sequence_share`` of its lines) that a problem
+        coming right after it time after time is no chance: after a source's most common line, any problem
+        comes so now and then."""
+        cluster = state.miner.drain.id_to_cluster.get(step)
+        return cluster is not None and cluster.size <= self.config.sequence_share * max(state.lines, 1)
 
     def _level_share(self, state: _Source, level: str | None) -> float | None:
         """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
@@ -695,10 +723,10 @@ class AdaptiveThresholds:
     # -- learning -------------------------------------------------------------------------------
 
     def learn(self, source: str, masked: str, score: float, level: str | None = None, routine: bool = False,
-              text: str | None = None) -> None:
+              text: str | None = None, stream: str | None = None) -> None:
         """Take a line that did not alert as normal: its template's and its source's histories grow.
         ``routine``: a problem held back as routine (``Verdict.routine``): its level and problem pattern
-        count as coming back again, not as normal. ``level`` and ``text`` as for ``judge``."""
+        count as coming back again, not as normal. ``level``, ``text`` and ``stream`` as for ``judge``."""
         state = self._source(source)
         if source in self._rescoring:
             cluster = self._match(state.miner, masked)
@@ -712,7 +740,7 @@ class AdaptiveThresholds:
             # where "is UP" is benign) is still news
             key = self._problem_key(state, masked, words)
         elif routine:
-            key = self._recur(state, masked, level, words)
+            key = self._recur(state, masked, level, words, state.previous.get(stream))
         else:
             key = self._problem_normal(state, masked, words)
             state.levels[level] = state.levels.get(level, 0) + 1
@@ -730,9 +758,10 @@ class AdaptiveThresholds:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
         self._learn_ranges(template, masked, text)
+        self._step(state, stream, cluster_id)
 
     def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None,
-             text: str | None = None, how: str | None = None) -> None:
+             text: str | None = None, how: str | None = None, stream: str | None = None) -> None:
         """Count a line that alerted (it is not learned from, but the source has shown one more line,
         at its level; with its text, its problem pattern counts one more alert, and its entities move
         on to its step: ``how`` it alerted, ``OUT_OF_ORDER``, counts its pair of steps once more)."""
@@ -742,8 +771,10 @@ class AdaptiveThresholds:
         self._count(state, score)
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
-            self._startup_line(state, masked, words, self._recur(state, masked, level, words))
+            self._startup_line(state, masked, words, self._recur(state, masked, level, words,
+                                                                 state.previous.get(stream)))
             cluster = self._match(state.miner, masked)
+            self._step(state, stream, cluster.cluster_id if cluster is not None else None)
             self._flow_step(state, cluster.cluster_id if cluster is not None else None, text, normal=False,
                             alerted=how == OUT_OF_ORDER)
             if cluster is not None:  # its fields out of range come back once more
@@ -808,13 +839,15 @@ class AdaptiveThresholds:
             if alerted or pair in state.flow.alerts:
                 state.flow.alerts.setdefault(pair, Recurrence()).add(state.lines, self.config)
 
-    def _recur(self, state: _Source, masked: str, level: str | None, words: list[str]) -> tuple[int, str] | None:
+    def _recur(self, state: _Source, masked: str, level: str | None, words: list[str],
+               after: int | None = None) -> tuple[int, str] | None:
         """A line not learned as normal: its level (in its pattern) and its problem pattern (its problem
-        ``words``) come back once more. Returns the problem pattern's key."""
+        ``words``) come back once more, right after the step ``after`` of its stream. Returns the problem
+        pattern's key."""
         key = self._problem_key(state, masked, words, add=True)
-        state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config)
+        state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config, after)
         state.level_alerts.setdefault(self._level_pattern(state, masked, level), Recurrence()).add(
-            state.lines, self.config)
+            state.lines, self.config, after)
         if len(state.problem_alerts) > self.config.max_templates:
             _forget_gone(state.problem_alerts, state.problems)
         if len(state.level_alerts) > self.config.max_templates:
@@ -850,6 +883,13 @@ class AdaptiveThresholds:
         if len(state.problem_normal) > self.config.max_templates:
             _forget_gone(state.problem_normal, state.problems)
         return key
+
+    def _step(self, state: _Source, stream: str | None, step: int | None) -> None:
+        """The stream's latest line was at ``step`` (its template; None: a new one that alerted)."""
+        state.previous[stream] = step
+        state.previous.move_to_end(stream)
+        while len(state.previous) > self.config.flow_entities:
+            state.previous.popitem(last=False)
 
     def _count(self, state: _Source, score: float) -> None:
         state.recent.append(score)

@@ -230,16 +230,17 @@ class LineScorer:
             level = level_key(line.canonical.level, line.canonical.event) if line.canonical is not None else None
             text = line.canonical.text if line.canonical is not None else None  # before masking
             line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold,
-                                               level=level, text=text)
+                                               level=level, text=text, stream=line.stream)
             if known_normal:
                 line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None,
                                        note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly:
-                self.adaptive.seen(source, line.score, line.masked, level=level, text=text, how=line.verdict.how)
+                self.adaptive.seen(source, line.score, line.masked, level=level, text=text, how=line.verdict.how,
+                                   stream=line.stream)
             else:
                 self.adaptive.learn(source, line.masked, line.score, level=level,
-                                    routine=line.verdict.routine is not None, text=text)
+                                    routine=line.verdict.routine is not None, text=text, stream=line.stream)
 
     def end_surprise(self, stream: str) -> float | None:
         """-log p(end of session | the stream so far), in nats; None for a model not trained with
