@@ -779,6 +779,12 @@ def test_a_warning_that_each_time_comes_right_after_the_same_rare_line_of_its_st
         traffic(100)
     assert [v.anomaly for v in verdicts] == [True] * 3 + [False] * 3
     assert all("a step the source takes" in v.routine for v in verdicts[3:])
+    saved = AdaptiveThresholds(config)  # the steps and what came after them survive a restart
+    saved.load_state(json.loads(json.dumps(adaptive.state())))
+    assert saved.state()["sources"]["src"]["previous"] == adaptive.state()["sources"]["src"]["previous"]
+    adaptive = saved
+    line("a", login)
+    assert "a step the source takes" in line("a", warning).routine
     assert line("b", warning).anomaly  # after another line of its stream: news
     traffic(100)
     common = []

@@ -122,6 +122,7 @@ STATE_VERSION = 3  # 2: problem patterns keyed with their words, alerts kept as 
 # 3: a rare level's recurrence kept per strict pattern
 MIN_FAMILIAR_LINES = 20  # lines of a source before the calibration is judged to hold on it
 RECENT_LINES = 1000  # a source's latest scores (alerted or not) on which that is judged
+SAVED_STREAMS = 2_000  # streams whose latest step a saved state keeps per source (the most recent)
 COLD = "cold start"
 CALIBRATED = "calibrated"
 TEMPLATE = "template"
@@ -319,18 +320,26 @@ class Recurrence:
         _, last, lines = self.episodes[-1]
         return lines if now - last <= config.routine_gap and lines >= config.episode_alerts else None
 
-    def as_json(self) -> dict:
-        return {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks,
-                "chronic": self.chronic, "steady": self.steady}  # ``after`` is a step id: not kept across a restart
+    def as_json(self, templates: dict[int, str] | None = None) -> dict:
+        """As JSON-able data; with ``templates`` (step -> template text), the step it came after too."""
+        data = {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks,
+                "chronic": self.chronic, "steady": self.steady}
+        if templates is not None and self.after in templates:
+            data["after"], data["after_runs"] = templates[self.after], self.after_runs
+        return data
 
     @classmethod
-    def from_json(cls, data, gap: int = 20) -> "Recurrence":
+    def from_json(cls, data, gap: int = 20, step_of=None) -> "Recurrence":
+        """``as_json``'s output (``step_of``: template text -> step, to read the step it came after)."""
         if isinstance(data, int):  # state version 1 kept only a count
             return cls(lines=data, comebacks=data)
         if "episodes" in data:  # [first, last, lines]; saved before lines were counted: [first, last]
             episodes = deque([int(e[0]), int(e[1]), int(e[2]) if len(e) > 2 else 1] for e in data["episodes"])
-            return cls(int(data["lines"]), episodes, int(data["comebacks"]), bool(data.get("chronic", False)),
-                       bool(data.get("steady", False)))
+            recurrence = cls(int(data["lines"]), episodes, int(data["comebacks"]), bool(data.get("chronic", False)),
+                             bool(data.get("steady", False)))
+            if step_of is not None and data.get("after") is not None:  # kept since steps were followed
+                recurrence.after, recurrence.after_runs = step_of(data["after"]), int(data["after_runs"])
+            return recurrence
         # versions 2 and 3 before episodes kept stretches of ``gap`` lines: one episode each
         stretches = data.get("stretches", [])
         return cls(int(data["lines"]), deque([[s * gap, s * gap, 1] for s in stretches]),
@@ -987,17 +996,19 @@ class AdaptiveThresholds:
             keys = [k for k in dict.fromkeys([*state.problem_normal, *state.problem_alerts]) if k[0] in problems]
             sources[name] = {
                 "problems": [{"template": problems[cid], "words": words, "normal": state.problem_normal.get((cid, words), 0),
-                              "alerts": state.problem_alerts[(cid, words)].as_json()
+                              "alerts": state.problem_alerts[(cid, words)].as_json(clusters)
                               if (cid, words) in state.problem_alerts else None} for cid, words in keys],
                 "lines": state.lines, "novel": list(state.novel), "recent": list(state.recent),
                 "levels": [[level, count] for level, count in state.levels.items()],
-                "level_alerts": _by_level_pattern(state.level_alerts, problems, Recurrence.as_json),
+                "level_alerts": _by_level_pattern(state.level_alerts, problems, lambda r: r.as_json(clusters)),
                 "level_normal": _by_level_pattern(state.level_normal, problems, int),
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at,
                                "ranges": t.ranges} for cid, t in state.templates.items() if cid in clusters],
                 "range_alerts": [[clusters[cid], key, recurrence.as_json()]
                                  for (cid, key), recurrence in state.range_alerts.items() if cid in clusters],
                 "flows": EntityFlows.as_json(state.flow, clusters, Recurrence.as_json),
+                "previous": [[stream, clusters[step]] for stream, step in
+                             list(state.previous.items())[-SAVED_STREAMS:] if step in clusters],
                 "startups": {"at": state.startup_at, "count": state.startups,
                              "patterns": [[problems[cid], words, seen] for (cid, words), seen in
                                           state.startup_patterns.items() if cid in problems]}}
@@ -1015,16 +1026,22 @@ class AdaptiveThresholds:
             state.recent.extend(saved.get("recent", []))
             state.levels = {level: count for level, count in saved.get("levels", [])}
             state.novel.extend(saved["novel"][-self.config.novel_history:])
+
+            def step_of(template: str, miner: TemplateMiner = state.miner) -> int:
+                return self._found(miner, template, True)
+
+            for stream, template in saved.get("previous", []):  # kept since steps were followed
+                state.previous[stream] = step_of(template)
             for item in saved.get("problems", []):
                 key = (state.problems.add_log_message(item["template"])["cluster_id"], item.get("words"))
                 if item["normal"]:
                     state.problem_normal[key] = state.problem_normal.get(key, 0) + item["normal"]
                 if item["alerts"]:
-                    state.problem_alerts[key] = Recurrence.from_json(item["alerts"], self.config.routine_gap)
+                    state.problem_alerts[key] = Recurrence.from_json(item["alerts"], self.config.routine_gap, step_of)
             # versions 1 and 2 kept a level's recurrence for all its patterns at once: counted afresh
             for level, template, recurrence in saved.get("level_alerts", []) if version == STATE_VERSION else []:
                 key = self._level_pattern_of(state, level, template)
-                state.level_alerts[key] = Recurrence.from_json(recurrence, self.config.routine_gap)
+                state.level_alerts[key] = Recurrence.from_json(recurrence, self.config.routine_gap, step_of)
             for level, template, count in saved.get("level_normal", []):  # kept since this source's state
                 key = self._level_pattern_of(state, level, template)
                 state.level_normal[key] = state.level_normal.get(key, 0) + int(count)
