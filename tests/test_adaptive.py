@@ -793,3 +793,19 @@ def test_a_warning_that_each_time_comes_right_after_the_same_rare_line_of_its_st
         line("a", (f"GET /live.mp3 served to {USERS[0]}", "INFO"))
         common.append(line("a", warning))
     assert all(v.anomaly for v in common)  # always after the most common line: no step of a sequence
+
+
+def test_a_field_that_only_ever_held_one_value_is_no_bar_when_it_changes_but_a_varying_one_is():
+    """ngIRCd starts each line with its process id (``[32705:6    0] User ... registered``): a field that held
+    one value in all of a template's normal lines is an identifier of the process, and the next process's id,
+    600 after a wrap-around, is no value far below its range (measured: 14.9 false alerts per 1,000 lines
+    at one restart, one per template). A field that varied within a factor (a deadline of 10 to 30 s) still
+    alerts far below it."""
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
+    rng = random.Random(2)
+    line = "[{}:6] user {} registered, deadline {} ms"
+    for i in range(300):
+        assert not judge_text(adaptive, line.format(32705, USERS[i % 4], rng.randint(10_000, 30_000))).anomaly
+    assert not judge_text(adaptive, line.format(603, USERS[0], 20_000)).anomaly  # the next process
+    verdict = judge_text(adaptive, line.format(603, USERS[1], 900))  # a deadline far under 10,000
+    assert verdict.anomaly and verdict.how == OUT_OF_RANGE and "'900'" in verdict.note
