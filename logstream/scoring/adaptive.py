@@ -138,8 +138,8 @@ BASELINE = "baseline"  # a line of a known-good log, learned as normal (``LineSc
 LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
 QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
 # words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
-# an orderly stop)
-NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated|signal(?:l?ed)?(?![ =:]+SIG(?:TERM|INT|HUP|QUIT)\b)|"
+# an orderly stop, and so is one "terminated by SIGTERM": Supervisor logs each stop it was asked for so)
+NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated(?! by SIG(?:TERM|INT|QUIT)\b)|signal(?:l?ed)?(?![ =:]+SIG(?:TERM|INT|HUP|QUIT)\b)|"
                         r"unexpected(?:ly)?)\b", re.IGNORECASE)
 # a problem word counted zero, as tallies write it: a 0 that opens the line or a clause, or follows "with"
 # (and the like), then at most two words of its noun ("0 Invalid entries.", "0 With invalid flags", "5 passed,
