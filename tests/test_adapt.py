@@ -178,3 +178,37 @@ def test_the_trainers_session_is_scheduled_at_its_nice_value():
     finally:
         trainer.kill()
         trainer.wait()
+
+
+def test_relearning_at_a_swap_counts_no_line_twice_when_a_streams_format_was_pinned_since():
+    """A stream's first lines are read whole until its format is known; its kept lines are re-learned at a swap
+    in the source its format is now (``LineScorer.source_of``): there they only refill score histories, never
+    count as new lines (they did: Icecast's first lines came back as new access-log lines and one later decision
+    changed)."""
+    from types import SimpleNamespace
+
+    from logstream.adapt.online import PreparedSwap
+    from logstream.canonical.canonicalizer import CanonicalLine
+    from logstream.scoring.scorer import LineScore, LineScorer
+
+    pinned: dict[str, str] = {}
+    new = SimpleNamespace(adaptive=Settings().scoring.adaptive_thresholds())
+    new.source_of = lambda stream, canonical: f"format:{pinned.get(stream) or canonical.format}"
+    new.judge = lambda lines: LineScorer.judge(new, lines)
+    empty = torch.empty(0)
+
+    def line(fmt: str, i: int) -> LineScore:
+        text = f"GET /page/{i % 5} HTTP/1.1 200"
+        return LineScore("radio", text, [], empty, empty, 0, 2.0, None, True,
+                         canonical=CanonicalLine(format=fmt, message=text))
+
+    new.judge([line("whole", i) for i in range(50)])  # read whole at first
+    pinned["radio"] = "access_log"
+    new.judge([line("access_log", i) for i in range(300)])  # then as the access log it is
+    before = new.adaptive.sources()
+    assert before == {"format:whole": 50, "format:access_log": 300}
+    kept = {"format:whole": [line("whole", i) for i in range(50)]}  # the whole-read track's kept lines, re-scored
+    for _ in OnlineAdapter.relearning(PreparedSwap(new, kept)):
+        pass
+    assert new.adaptive.sources() == before
+    assert all(s.verdict is not None for s in kept["format:whole"])

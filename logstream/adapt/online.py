@@ -28,6 +28,7 @@ The same adapter serves the worker (fine-tuning in a background process) and ``l
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -35,7 +36,6 @@ from dataclasses import dataclass, field
 from pipelines.corpus import Corpus
 
 from ..config import AdaptSettings
-
 
 log = logging.getLogger("logstream.adapt")
 
@@ -152,8 +152,14 @@ class OnlineAdapter:
         new = prepared.scorer
         for source, scores in prepared.rescored.items():
             for at in range(0, len(scores), lines_per_step):
-                with new.adaptive.rescoring(source):
-                    new.judge(scores[at:at + lines_per_step])
+                step = scores[at:at + lines_per_step]
+                # a line's source is its stream's format now: a stream whose format was pinned after its first
+                # lines re-learns them into the pinned format's source, which must not count them as new lines
+                # (measured: Icecast's first lines, read whole, came back as new access-log lines at a swap)
+                with contextlib.ExitStack() as stack:
+                    for name in dict.fromkeys([source, *(new.source_of(s.stream, s.canonical) for s in step)]):
+                        stack.enter_context(new.adaptive.rescoring(name))
+                    new.judge(step)
                 yield source
 
     def swap(self, scorer, model_dir):
