@@ -183,8 +183,8 @@ def test_the_trainers_session_is_scheduled_at_its_nice_value():
 def test_relearning_at_a_swap_counts_no_line_twice_when_a_streams_format_was_pinned_since():
     """A stream's first lines are read whole until its format is known; its kept lines are re-learned at a swap
     in the source its format is now (``LineScorer.source_of``): there they only refill score histories, never
-    count as new lines (they did: Icecast's first lines came back as new access-log lines and one later decision
-    changed)."""
+    count as new lines (they did, with their steps and recurrences, outside the rescoring of their track's
+    source)."""
     from types import SimpleNamespace
 
     from logstream.adapt.online import PreparedSwap

@@ -155,7 +155,6 @@ class OnlineAdapter:
                 step = scores[at:at + lines_per_step]
                 # a line's source is its stream's format now: a stream whose format was pinned after its first
                 # lines re-learns them into the pinned format's source, which must not count them as new lines
-                # (measured: Icecast's first lines, read whole, came back as new access-log lines at a swap)
                 with contextlib.ExitStack() as stack:
                     for name in dict.fromkeys([source, *(new.source_of(s.stream, s.canonical) for s in step)]):
                         stack.enter_context(new.adaptive.rescoring(name))
