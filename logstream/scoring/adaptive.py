@@ -785,8 +785,9 @@ class AdaptiveThresholds:
             self._startup_line(state, masked, words, self._recur(state, masked, level, words,
                                                                  state.previous.get(stream)))
             cluster = self._match(state.miner, masked)
-            self._step(state, stream, cluster.cluster_id if cluster is not None else None)
-            self._flow_step(state, cluster.cluster_id if cluster is not None else None, text, normal=False,
+            step = cluster.cluster_id if cluster is not None else None
+            self._step(state, stream, step)
+            self._flow_step(state, step, text, normal=False,
                             alerted=how == OUT_OF_ORDER)
             if cluster is not None:  # its fields out of range come back once more
                 for key, _ in self._out_of_range(state, cluster.cluster_id, masked, text):
@@ -1002,7 +1003,7 @@ class AdaptiveThresholds:
                               if (cid, words) in state.problem_alerts else None} for cid, words in keys],
                 "lines": state.lines, "novel": list(state.novel), "recent": list(state.recent),
                 "levels": [[level, count] for level, count in state.levels.items()],
-                "level_alerts": _by_level_pattern(state.level_alerts, problems, lambda r: r.as_json(clusters)),
+                "level_alerts": _by_level_pattern(state.level_alerts, problems, lambda r, c=clusters: r.as_json(c)),
                 "level_normal": _by_level_pattern(state.level_normal, problems, int),
                 "templates": [{"template": clusters[cid], "scores": list(t.scores), "marked": t.marked_normal_at,
                                "ranges": t.ranges} for cid, t in state.templates.items() if cid in clusters],
@@ -1073,8 +1074,7 @@ class AdaptiveThresholds:
                     key = (self._found(state.problems, template, add=True), words)
                     state.startup_patterns[key] = [int(value) for value in seen]
             if "flows" in saved:  # kept since this rule
-                state.flow = EntityFlows.from_json(saved["flows"],
-                                                   lambda template, miner=state.miner: self._found(miner, template, True),
+                state.flow = EntityFlows.from_json(saved["flows"], step_of,
                                                    lambda data: Recurrence.from_json(data, self.config.routine_gap))
 
     @staticmethod
