@@ -239,6 +239,7 @@ class LiveDetector:
         self.name = "lm-live"
         self.threshold = 0.0
         self.rounds: list[dict] = []
+        self.decisions: list = []
         self._history: list[LogEntry] = []
 
     def fit(self, train: list[LogEntry], calibration: list[LogEntry], target_false_alert_rate: float) -> None:
@@ -261,6 +262,7 @@ class LiveDetector:
             scorer, _ = self._replay(scorer, adaptation, self._history, "live (history)", known_normal=True)
             scorer, scored = self._replay(scorer, adaptation, entries, "live")
             self.rounds = adaptation.rounds if adaptation else []
+        self.decisions = scored  # each test line's LineScore with its verdict (benchmarks/live_decisions.py)
         return np.array([live_margin(s) for s in scored], dtype=np.float64)
 
     def _score_sessions(self, entries: list[LogEntry], batch: int = 64) -> np.ndarray:
