@@ -99,8 +99,9 @@ class CacheSettings(Section):
 
 # Words that say a line reports a problem, whatever level its program gave it (nginx logs a refused
 # TLS handshake at info, Python tracebacks reach journald at info): the kind of list Grafana and
-# Elastic use to infer a level from a message.
-PROBLEM_WORDS = (r"\b(?:errors?|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?|exception|traceback|backtrace|"
+# Elastic use to infer a level from a message. An "error log" is a file, not a problem (PHP-FPM's
+# "error log file re-opened" at each log rotation).
+PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?|exception|traceback|backtrace|"
                  r"problems?|conflict(?:s|ing)?|abort(?:ed|ing)?|"
                  r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|"
                  r"invalid|illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"

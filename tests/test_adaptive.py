@@ -468,6 +468,10 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
     # a client whose name is not known is no problem: Postfix's "unknown[IP]", mosquitto's "<unknown>"
     for line in ("connect from unknown[<IP>]", "Client <unknown> closed its connection."):
         assert adaptive._problem_words_in(line) == [], line
+    # an error log is a file (PHP-FPM's "error log file re-opened" at each rotation); an error in it is news
+    assert adaptive._problem_words_in("error log file re-opened") == []
+    assert adaptive._problem_words_in("could not open error log file") == ["could not"]
+    assert adaptive._problem_words_in("error: log file full") == ["error"]
     assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.") == ["expired"]
     assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.",
                                       text="Done loading RDB, keys loaded: 1478, keys expired: 0.") == []

@@ -187,6 +187,17 @@ def _unbound(groups: dict) -> None:
         groups["event"] = reply.group("rcode")
 
 
+# PHP's error_log names its levels in words ("PHP Fatal error:"): a fatal error ends the script, not the server
+PHP_LEVELS = {"Fatal error": "ERROR", "Parse error": "ERROR", "Catchable fatal error": "ERROR",
+              "Recoverable fatal error": "ERROR", "Warning": "WARN", "Notice": "NOTICE", "Deprecated": "NOTICE",
+              "Strict Standards": "NOTICE"}
+
+
+def _php_level(groups: dict) -> None:
+    if groups.get("level") in PHP_LEVELS:
+        groups["level"] = PHP_LEVELS[groups["level"]]
+
+
 # --- the formats, most specific first -----------------------------------------------------------
 
 FORMATS: tuple[LogFormat, ...] = (
@@ -294,6 +305,24 @@ FORMATS: tuple[LogFormat, ...] = (
         "dd-Mon-yyyy time category: severity: message",
         r"^(?P<timestamp>\d{2}-\w{3}-\d{4} \d{2}:\d{2}:\d{2}(?:\.\d{3})?) (?:(?P<component>[\w-]+): )?"
         r"(?P<level>debug(?: \d+)?|info|notice|warning|error|critical): (?P<message>.*)$", post=_bind_level),
+    LogFormat(
+        "php", "PHP-FPM's log and PHP's error_log: [dd-Mon-yyyy time] LEVEL: [pool name] message, or "
+        "[dd-Mon-yyyy time zone] PHP Warning: / PHP Fatal error: message",
+        r"^\[(?P<timestamp>\d{2}-[A-Z][a-z]{2}-\d{4} \d{2}:\d{2}:\d{2}(?:\.\d+)?(?: [\w/+-]+)?)\] "
+        r"(?:(?P<level>DEBUG|NOTICE|WARNING|ERROR|ALERT): (?:\[pool (?P<component>[^\]\s]+)\] )?"
+        r"|PHP (?P<level2>(?:Catchable |Recoverable )?[Ff]atal error|Parse error|Warning|Notice|Deprecated|"
+        r"Strict Standards): +)?(?P<message>.*)$", post=_php_level),
+    LogFormat(
+        "prosody", "Prosody's log file: Mmm dd time source<TAB>level<TAB>message (a module, a host, or a "
+        "connection's id such as c2s55acb38240c0, which is not read)",
+        rf"^(?P<timestamp>{SYSLOG_TIME}) (?:(?P<session>(?:c2s|s2sin|s2sout|http|bosh|smacks)[0-9a-f]{{6,}})"
+        r"|(?P<component>\S+))\t(?P<level>debug|info|warn|error)\t(?P<message>.*)$"),
+    LogFormat(
+        "uwsgi_request", "uWSGI's request log: [pid: N|app: N|req: N/N] client (user) {vars} [time] METHOD "
+        "uri => generated ... (HTTP/1.1 status) ...; the status sets the level as in an access log",
+        r"^\[pid: (?P<pid>\d+)\|app: -?\d+\|req: -?\d+/\d+\] (?P<client>\S*) \((?P<user>[^)]*)\) "
+        r"\{\d+ vars in \d+ bytes\} \[(?P<timestamp>[^\]]+)\] "
+        r"(?P<message>.*\(HTTP/[\d.]+ (?P<status>\d{3})\).*)$", post=_access_level),
     LogFormat(
         "vsftpd", "vsftpd's log (xferlog_std_format NO, with log_ftp_protocol or not): ctime [pid N] [user] message",
         rf"^(?P<timestamp>{WEEKDAY} {MONTH} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}} \d{{4}}) \[pid (?P<pid>\d+)\] "
