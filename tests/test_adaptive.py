@@ -218,6 +218,9 @@ def test_problem_words_quoted_in_a_debug_line_are_traced_data():
     assert judge_and_learn(adaptive, "upstream connection refused by <IP>", level="DEBUG").how == UNSEEN_PROBLEM
     assert judge_and_learn(adaptive, "client said 'connection refused by upstream'", level="INFO").how == UNSEEN_PROBLEM
     assert judge_and_learn(adaptive, "thread 'tokio-rt-worker' panicked at src/main.rs:<N2>").how == UNSEEN_PROBLEM
+    # one quoted word is a field's value, not traced text: Prosody's error reply to a client at debug
+    assert judge_and_learn(adaptive, "Sending[c<N1>s_unauthed]: <iq id='r<N1>' type='error'>",
+                           level="DEBUG").how == UNSEEN_PROBLEM
 
 
 def test_a_success_or_an_orderly_stop_at_a_rare_level_is_no_news_and_does_not_make_the_level_common():

@@ -163,6 +163,12 @@ START_STOP = re.compile(r"\b(?:starting|started|stopping|stopped|exiting|shut(?:
 # a quoted string (one cut off by the end of the line too): a payload echoed inside a line
 # (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
 QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
+QUOTED_WORD = re.compile(r"'[\w-]+'|\"[\w-]+\"")  # a field's value (XMPP's type='error'), not traced text
+
+
+def _traced(quoted: re.Match) -> str:
+    """A quoted text of a DEBUG line, blanked unless it is one word: a value such as ``type='error'``."""
+    return quoted.group(0) if QUOTED_WORD.fullmatch(quoted.group(0)) else "''"
 
 
 @dataclass
@@ -546,7 +552,7 @@ class AdaptiveThresholds:
                 head = head.replace(part, "", 1)
             masked = head + colon + rest
         if level is not None and level.split(" ", 1)[0] in QUIET_LEVELS:
-            masked = QUOTED.sub("''", masked)
+            masked = QUOTED.sub(_traced, masked)
         words = list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
         if words and text is not None:
             zero = {m.group(0).lower() for m in self._problem_words.finditer(text)
