@@ -475,6 +475,9 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
     assert adaptive._problem_words_in("error log file re-opened") == []
     assert adaptive._problem_words_in("could not open error log file") == ["could not"]
     assert adaptive._problem_words_in("error: log file full") == ["error"]
+    # an action done as meant: uWSGI's reloads; a worker killed by something else is still news
+    assert adaptive._problem_words_in("worker <N1> killed successfully (pid: <N5>)") == []
+    assert adaptive._problem_words_in("worker <N1> killed by signal <N1>") == ["killed"]
     assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.") == ["expired"]
     assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.",
                                       text="Done loading RDB, keys loaded: 1478, keys expired: 0.") == []

@@ -430,10 +430,12 @@ class AdaptiveThresholds:
         # verdicts (measured: every line of a real dpkg.log about libgpg-error-dev alerted); and one inside
         # a list of counters (``avg <N1> exceeded <N1> jostled <N1>``: a number before it, a number and
         # another counter after) names a counter (measured: unbound's statistics every few minutes, the
-        # only such lines of the four corpora)
+        # only such lines of the four corpora); and one followed by "successfully" or "gracefully" names an action
+        # done as meant (uWSGI's "worker 1 killed successfully (pid: 4242)" at each reload)
         words = config.problem_words
         counter = rf"(?<=\d> )(?:{words}) <N\d+> [A-Za-z][\w-]* <N\d+>"
-        self._problem_words = (re.compile(rf"(?<![-./])(?!{counter})(?:{words})(?![-/]|\.\w|\s*=|[\"']\s*:)",
+        done = r"\s+(?:successfully|gracefully)\b"
+        self._problem_words = (re.compile(rf"(?<![-./])(?!{counter})(?:{words})(?![-/]|\.\w|\s*=|[\"']\s*:|{done})",
                                           re.IGNORECASE) if words else None)
         self._benign_words = re.compile(config.benign_words, re.IGNORECASE) if config.benign_words else None
         self._rescoring: set[str] = set()  # sources whose score histories are being re-learned
