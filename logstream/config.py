@@ -133,7 +133,10 @@ FLOW_IDS = (r"\bblk_-?\d+\b|\b0x[0-9a-fA-F]{6,}\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f
 # a success, or a program starting or stopping in order: what HAProxy and Redis log at WARNING on every
 # reload and restart (``UP`` in capitals only: "up" is in "valid up to", "set up", "up to date")
 BENIGN_WORDS = (r"\b(?:succeeded|success(?:ful|fully)?|passed|completed|starting|started|stopped|stopping|"
-                r"exiting|shut(?:ting)? down|shutdown|loaded|initiali[sz]ed|ready|bye)\b|(?-i:\bUP\b)")
+                r"exiting|shut(?:ting)? down|shutdown|loaded|initiali[sz]ed|ready|bye|"
+                # a stop that was asked for (Prosody's "Received SIGTERM", Supervisor's "received SIGTERM
+                # indicating exit request")
+                r"(?:received|caught|got) SIG(?:TERM|INT|QUIT))\b|(?-i:\bUP\b)")
 
 
 class AdaptiveSettings(Section):

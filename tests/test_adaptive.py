@@ -835,6 +835,9 @@ def test_a_stop_by_the_polite_signal_at_a_rare_level_is_no_news_but_a_kill_or_a_
     verdict = judge_and_learn(adaptive, "stopped: job_<N1> (terminated by SIGTERM)", level="WARN")
     assert not verdict.anomaly and "orderly" in verdict.routine
     feed(adaptive, "src", 30)
+    verdict = judge_and_learn(adaptive, "mod_posix: Received SIGTERM", level="WARN")  # Prosody, asked to stop
+    assert not verdict.anomaly and "orderly" in verdict.routine
+    feed(adaptive, "src", 30)
     for line in ("stopped: archiver (terminated by SIGKILL)", "exited: web_<N1> (terminated by SIGSEGV; not expected)",
                  "stopped: job_<N1> (terminated unexpectedly)"):
         assert judge_and_learn(adaptive, line, level="WARN").anomaly, line
