@@ -120,9 +120,10 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # cancelled by an outage, a bug report; and, after the seventh corpus's held-out run, an address
                  # or name already in use (ProFTPD's restart on a taken port); after the eighth corpus's held-out
                  # run, FreeRADIUS's "Login incorrect" and rsync's "unknown module" (not a client whose name is
-                 # not known: Postfix's "connect from unknown[IP]", mosquitto's "Client <unknown>")
+                 # not known: Postfix's "connect from unknown[IP]", mosquitto's "Client <unknown>", Prosody's
+                 # "session for <(unknown)@host>")
                  r"undefined|not allowed|expired|(?:must|should) (?:not )?be|cancel(?:l?ed|ling|lation)|bugs?|"
-                 r"already in use|incorrect|(?<!<)unknown(?!\[))\b")
+                 r"already in use|incorrect|(?<!<)unknown(?![\[)]))\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session

@@ -469,7 +469,8 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        ("unknown module 'www-old' tried from localhost (<IP>)", "unknown")):
         assert word in adaptive._problem_words_in(line), line
     # a client whose name is not known is no problem: Postfix's "unknown[IP]", mosquitto's "<unknown>"
-    for line in ("connect from unknown[<IP>]", "Client <unknown> closed its connection."):
+    for line in ("connect from unknown[<IP>]", "Client <unknown> closed its connection.",
+                 "Destroying unbound session for <(unknown)@(unknown)>"):
         assert adaptive._problem_words_in(line) == [], line
     # an error log is a file (PHP-FPM's "error log file re-opened" at each rotation); an error in it is news
     assert adaptive._problem_words_in("error log file re-opened") == []
