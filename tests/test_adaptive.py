@@ -466,7 +466,9 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        ("Terminating cancelled task: <coroutine object Recovery._publish_stats>", "cancelled"),
                        ("=== REDIS BUG REPORT START: Cut & paste starting from here ===", "bug"),
                        ("Auth: (<N4>) Login incorrect: [intern/Intern-wifi-<N1>]", "incorrect"),
-                       ("unknown module 'www-old' tried from localhost (<IP>)", "unknown")):
+                       ("unknown module 'www-old' tried from localhost (<IP>)", "unknown"),
+                       ("building answer packet for ci.shop.test/TXT (Parsing record content) sending out servfail",
+                        "servfail")):
         assert word in adaptive._problem_words_in(line), line
     # a client whose name is not known is no problem: Postfix's "unknown[IP]", mosquitto's "<unknown>"
     for line in ("connect from unknown[<IP>]", "Client <unknown> closed its connection.",
