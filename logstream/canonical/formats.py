@@ -350,7 +350,7 @@ FORMATS: tuple[LogFormat, ...] = (
         "syslog", "Syslog RFC 3164 / BSD, as syslog files and journald's short exports write it (Loghub "
         "Linux, Mac, OpenSSH): [<pri>]time host tag[pid]: message",
         # a level word is no host name: "2026-...Z WARN serve{...}: ..." is Rust tracing (iso_prefix)
-        rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?!{LEVEL_WORD}\s)(?P<host>\S+)\s+"
+        rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?!{LEVEL_WORD}:?\s)(?P<host>\S+)\s+"
         rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>\d+)\])?(?: \(\S+?\))?: ?)?(?P<message>.*)$",
         post=_level_from_priority),
     LogFormat(
