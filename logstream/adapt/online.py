@@ -28,7 +28,6 @@ The same adapter serves the worker (fine-tuning in a background process) and ``l
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import deque
 from dataclasses import dataclass, field
@@ -155,9 +154,7 @@ class OnlineAdapter:
                 step = scores[at:at + lines_per_step]
                 # a line's source is its stream's format now: a stream whose format was pinned after its first
                 # lines re-learns them into the pinned format's source, which must not count them as new lines
-                with contextlib.ExitStack() as stack:
-                    for name in dict.fromkeys([source, *(new.source_of(s.stream, s.canonical) for s in step)]):
-                        stack.enter_context(new.adaptive.rescoring(name))
+                with new.adaptive.rescoring(*{source, *(new.source_of(s.stream, s.canonical) for s in step)}):
                     new.judge(step)
                 yield source
 

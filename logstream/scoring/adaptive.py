@@ -980,8 +980,8 @@ class AdaptiveThresholds:
         return TemplateMiner(config=config)
 
     @contextmanager
-    def rescoring(self, source: str):
-        """Re-learn a source's template score histories under a new model: the lines scored inside the
+    def rescoring(self, *sources: str):
+        """Re-learn sources' template score histories under a new model: the lines scored inside the
         block (judged and learned as usual) join their templates' histories, where the old model's
         scores stay until newer ones push them out. The old model scored the source higher (it knew it
         less), so its scores are a safe bar while the new model's accumulate. The new-template
@@ -989,12 +989,13 @@ class AdaptiveThresholds:
         refilling it with them set the bar so low that rare normal messages alerted after a swap
         (measured: nginx error log, 1.5 -> 0.0 false alerts per 1,000 lines). What does not depend
         on the model is not counted again: line counts, levels, problem patterns and marks."""
-        self._source(source)
-        self._rescoring.add(source)
+        for source in sources:
+            self._source(source)
+        self._rescoring.update(sources)
         try:
             yield
         finally:
-            self._rescoring.discard(source)
+            self._rescoring.difference_update(sources)
 
     # -- persistence ----------------------------------------------------------------------------
 
