@@ -29,6 +29,7 @@ LEVEL_WORD = (r"(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL
 # A syslog tag: a program name or path, up to three words ("Microsoft Word"), maybe a facility in
 # parentheses ("sshd(pam_unix)"); no '<', '>', ':' or '[' inside.
 PROCESS = r"[A-Za-z_./][\w.\-/()@]{0,63}(?: [\w.\-/()@]{1,32}){0,2}"
+TAG_WORD = r"[A-Za-z_./][\w.\-/()@]{0,63}"  # a one-word tag
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,16 @@ def _level_from_priority(groups: dict) -> None:
     """Syslog <PRI> = facility * 8 + severity."""
     if "pri" in groups and "level" not in groups:
         groups["level"] = SYSLOG_SEVERITY[int(groups["pri"]) % 8]
+
+
+def _syslog_header(groups: dict) -> None:
+    """A level from the priority; and a line with no tag had no host either: the word after the time is
+    the message's own (PowerDNS writes "Dec 05 18:00:06 Remote 127.0.0.1 wants ..." on stderr; read with
+    that word as a host, the model never saw it). Loghub's Linux, Mac and OpenSSH logs carry a tag on all
+    but one of 6,000 lines."""
+    _level_from_priority(groups)
+    if groups.get("host") and not groups.get("process"):
+        groups["message"] = f"{groups.pop('host')} {groups.get('message') or ''}".rstrip()
 
 
 def _rfc5424(groups: dict) -> None:
@@ -349,10 +360,12 @@ FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "syslog", "Syslog RFC 3164 / BSD, as syslog files and journald's short exports write it (Loghub "
         "Linux, Mac, OpenSSH): [<pri>]time host tag[pid]: message",
-        # a level word is no host name: "2026-...Z WARN serve{...}: ..." is Rust tracing (iso_prefix)
-        rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?!{LEVEL_WORD}:?\s)(?P<host>\S+)\s+"
+        # a level word is no host name: "2026-...Z WARN serve{...}: ..." is Rust tracing (iso_prefix); nor is
+        # a tag: a program writing its own file in syslog's time has none ("Dec  4 22:23:08 dnsmasq[26373]: ...")
+        rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?=\S)(?!{LEVEL_WORD}:?\s)"
+        rf"(?:(?!{TAG_WORD}(?:\[\d+\])?:\s)(?P<host>\S+)\s+)?"
         rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>\d+)\])?(?: \(\S+?\))?: ?)?(?P<message>.*)$",
-        post=_level_from_priority),
+        post=_syslog_header),
     LogFormat(
         "dmesg", "Kernel ring buffer (dmesg): [seconds since boot] message",
         r"^\[\s*(?P<timestamp>\d+\.\d+)\] (?P<message>.*)$"),
