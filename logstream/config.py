@@ -226,6 +226,10 @@ class AdaptiveSettings(Section):
                                    "(an id that is a time written in hex) nothing is out of order")
     flow_max_steps: int = Field(64, ge=1, description="lines of one entity that are followed: an id in more lines "
                                 "than this (a boot or container id) names no flow")
+    flow_name_share: float = Field(0.25, ge=0, le=1, description="entities named by a word (a package "
+                                   "'libssl3:amd64', a host, a file) are followed too, except a name in more than "
+                                   "this share of its source's entity lines (a constant, not an entity; 0 turns "
+                                   "named entities off)")
     flow_entities: int = Field(10_000, ge=1, description="entities whose latest step is kept per source (least "
                                "recent forgotten: one that comes back starts anew); about 190 bytes each")
     max_templates: int = Field(5000, ge=1, description="templates kept per source (least recent forgotten)")

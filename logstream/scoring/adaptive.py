@@ -113,7 +113,7 @@ from drain3 import TemplateMiner
 from drain3.template_miner_config import TemplateMinerConfig
 
 from ..config import AdaptiveSettings
-from .flows import START, EntityFlows, FlowState
+from .flows import START, EntityFlows, FlowState, NamedFlows
 from .masking import LineMasker
 
 logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
@@ -371,6 +371,7 @@ class _Source:
     range_alerts: dict = field(default_factory=dict)  # (template id, field key) -> Recurrence of its values
     # out of range
     flow: FlowState = field(default_factory=FlowState)  # its entities' steps (``logstream.scoring.flows``)
+    named: FlowState = field(default_factory=FlowState)  # the steps of entities its lines name by a word
     # its start-ups: the line count at its latest line that reported an orderly start or stop (its first line
     # opens the first), how many there were, and its patterns (problem key -> [start-ups it was written in, the
     # latest, its lines away from a start-up])
@@ -442,6 +443,9 @@ class AdaptiveThresholds:
         self._flows = EntityFlows(config.flow_ids, config.flow_min_lines, config.flow_quiet,
                                   config.min_template_lines, config.flow_entities, config.flow_max_steps,
                                   config.flow_max_branches)
+        self._named = NamedFlows(config.flow_min_lines, config.flow_quiet, config.min_template_lines,
+                                 config.flow_entities, config.flow_max_branches,
+                                 config.flow_name_share, config.max_templates) if config.flow_name_share else None
 
     # -- deciding -------------------------------------------------------------------------------
 
@@ -499,14 +503,17 @@ class AdaptiveThresholds:
         if beyond and not self._held_back(state, state.range_alerts.get((verdict.template_id, beyond[0][0]))):
             return Verdict(True, verdict.threshold, OUT_OF_RANGE, verdict.template, verdict.template_id, source,
                            beyond[0][1])
-        flow = self._flows.unknown(state.flow, verdict.template_id, text)
-        if flow is not None:
-            held_back = self._held_back(state, state.flow.alerts.get(flow[1]))
+        for flows, flow_state, step, line in ((self._flows, state.flow, verdict.template_id, text),
+                                              (self._named, state.named, self._named_step(state, masked), masked)):
+            flow = flows.unknown(flow_state, step, line) if flows is not None else None
+            if flow is None:
+                continue
+            held_back = self._held_back(state, flow_state.alerts.get(flow[1]))
             if held_back:
                 verdict.routine = f"a step out of order in a pair that {held_back}"
             else:
                 return Verdict(True, verdict.threshold, OUT_OF_ORDER, verdict.template, verdict.template_id, source,
-                               self._flow_note(state, *flow))
+                               self._flow_note(state, flow_state, *flow))
         if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
             return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
                            f"the model's calibrated threshold, which holds on this source (at most "
@@ -514,17 +521,27 @@ class AdaptiveThresholds:
         return verdict
 
     @staticmethod
-    def _flow_note(state: _Source, entity: str, pair: tuple[int, int]) -> str:
+    def _flow_note(state: _Source, flow: FlowState, entity: str, pair: tuple[int, int]) -> str:
         """Says which step came after which for whom, and what usually comes after the first."""
+        named = {step: text for text, step in flow.step_ids.items()} if flow is state.named else None
+
         def text(step: int) -> str:
-            cluster = state.miner.drain.id_to_cluster.get(step) if step != START else None
-            return "its first line" if step == START else repr(cluster.get_template()) if cluster else "a forgotten step"
+            if step == START:
+                return "its first line"
+            if named is not None:
+                return repr(named[step]) if step in named else "a forgotten step"
+            cluster = state.miner.drain.id_to_cluster.get(step)
+            return repr(cluster.get_template()) if cluster else "a forgotten step"
 
         previous, step = pair
-        usual = [text(b) for a, b in state.flow.pairs if a == previous][:3]
+        usual = [text(b) for a, b in flow.pairs if a == previous][:3]
         after = "as its first line" if previous == START else f"right after {text(previous)}"
         return (f"{entity}: {text(step)} {after}, an order of steps this source has never shown in "
-                f"{state.flow.lines:,} lines of its entities" + (f" (usually next: {'; '.join(usual)})" if usual else ""))
+                f"{flow.lines:,} lines of its entities" + (f" (usually next: {'; '.join(usual)})" if usual else ""))
+
+    def _named_step(self, state: _Source, masked: str) -> int | None:
+        """The line's step among the flows of entities named by a word (``NamedFlows``)."""
+        return None if self._named is None else self._named.step_of(state.named, self._named.read(masked)[0])
 
     def calibration_holds(self, source: str, calibrated: float | None) -> bool:
         """Whether the model's calibrated threshold keeps its promise on this source: few enough of the
@@ -766,7 +783,7 @@ class AdaptiveThresholds:
             self._level_normal(state, masked, level)
         self._startup_line(state, masked, words, key)
         cluster_id = self._cluster(state, masked)
-        self._flow_step(state, cluster_id, text, normal=True)
+        self._flow_step(state, cluster_id, text, masked, normal=True)
         template = state.templates.get(cluster_id)
         # a template an operator marked normal teaches its own history only: its lines scored high
         # enough to alert once, and would lift the bar for every other new template of the source
@@ -795,8 +812,7 @@ class AdaptiveThresholds:
             cluster = self._match(state.miner, masked)
             step = cluster.cluster_id if cluster is not None else None
             self._step(state, stream, step)
-            self._flow_step(state, step, text, normal=False,
-                            alerted=how == OUT_OF_ORDER)
+            self._flow_step(state, step, text, masked, normal=False, alerted=how == OUT_OF_ORDER)
             if cluster is not None:  # its fields out of range come back once more
                 for key, _ in self._out_of_range(state, cluster.cluster_id, masked, text):
                     state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
@@ -851,13 +867,18 @@ class AdaptiveThresholds:
         while len(state.startup_patterns) > self.config.max_templates:
             state.startup_patterns.popitem(last=False)
 
-    def _flow_step(self, state: _Source, step: int | None, text: str | None, normal: bool,
+    def _flow_step(self, state: _Source, step: int | None, text: str | None, masked: str, normal: bool,
                    alerted: bool = False) -> None:
-        """A line's entities move on to ``step``. A normal line teaches its pairs of steps, except a pair
-        that alerted before: its comebacks are counted, like a problem's, until they are routine."""
-        for pair in self._flows.observe(state.flow, step, text, normal, told=alerted):
-            if alerted or pair in state.flow.alerts:
-                state.flow.alerts.setdefault(pair, Recurrence()).add(state.lines, self.config)
+        """A line's entities move on to ``step`` (those it names by a word, to its named step). A normal line
+        teaches its pairs of steps, except a pair that alerted before: its comebacks are counted, like a
+        problem's, until they are routine."""
+        for flows, flow, at, line in ((self._flows, state.flow, step, text),
+                                      (self._named, state.named, self._named_step(state, masked), masked)):
+            if flows is None:
+                continue
+            for pair in flows.observe(flow, at, line, normal, told=alerted):
+                if alerted or pair in flow.alerts:
+                    flow.alerts.setdefault(pair, Recurrence()).add(state.lines, self.config)
 
     def _recur(self, state: _Source, masked: str, level: str | None, words: list[str],
                after: int | None = None) -> tuple[int, str] | None:
@@ -926,10 +947,10 @@ class AdaptiveThresholds:
         template.scores.append(score)
         self._learn_ranges(template, masked, text, weight=RANGE_EXTREMES)  # its values are in range from now on
         self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
-        for pair in [pair for pair in state.flow.alerts if pair[1] == cluster_id]:  # in order after any step it
-            # alerted after
-            state.flow.pairs.add(pair)
-            del state.flow.alerts[pair]
+        for flow, step in ((state.flow, cluster_id), (state.named, self._named_step(state, masked))):
+            for pair in [pair for pair in flow.alerts if pair[1] == step]:  # in order after any step it alerted after
+                flow.pairs.add(pair)
+                del flow.alerts[pair]
 
     @classmethod
     def _found(cls, miner: TemplateMiner, masked: str, add: bool = False, added: int | None = None) -> int | None:
@@ -1019,6 +1040,8 @@ class AdaptiveThresholds:
                 "range_alerts": [[clusters[cid], key, recurrence.as_json()]
                                  for (cid, key), recurrence in state.range_alerts.items() if cid in clusters],
                 "flows": EntityFlows.as_json(state.flow, clusters, Recurrence.as_json),
+                "named_flows": EntityFlows.as_json(state.named, {step: text for text, step in state.named.step_ids.items()},
+                                                   Recurrence.as_json),
                 "previous": [[stream, clusters[step]] for stream, step in
                              list(state.previous.items())[-SAVED_STREAMS:] if step in clusters],
                 "startups": {"at": state.startup_at, "count": state.startups,
@@ -1085,6 +1108,12 @@ class AdaptiveThresholds:
             if "flows" in saved:  # kept since this rule
                 state.flow = EntityFlows.from_json(saved["flows"], step_of,
                                                    lambda data: Recurrence.from_json(data, self.config.routine_gap))
+            if "named_flows" in saved and self._named is not None:  # kept since this rule
+                named = FlowState()
+                state.named = EntityFlows.from_json(
+                    saved["named_flows"], lambda text, steps=named: self._named.step_of(steps, text),
+                    lambda data: Recurrence.from_json(data, self.config.routine_gap))
+                state.named.step_ids, state.named.next_step = named.step_ids, named.next_step
 
     @staticmethod
     def _level_pattern_of(state: _Source, level: str, template: str | None) -> tuple[str, int | None]:
