@@ -540,8 +540,12 @@ class AdaptiveThresholds:
                 f"{flow.lines:,} lines of its entities" + (f" (usually next: {'; '.join(usual)})" if usual else ""))
 
     def _named_step(self, state: _Source, masked: str) -> int | None:
-        """The line's step among the flows of entities named by a word (``NamedFlows``)."""
-        return None if self._named is None else self._named.step_of(state.named, self._named.read(masked)[0])
+        """The line's step among the flows of entities named by a word (``NamedFlows``); None for a line that
+        names none (its step is not kept)."""
+        if self._named is None:
+            return None
+        step_text, names = self._named.read(masked)
+        return self._named.step_of(state.named, step_text) if names else None
 
     def calibration_holds(self, source: str, calibrated: float | None) -> bool:
         """Whether the model's calibrated threshold keeps its promise on this source: few enough of the
