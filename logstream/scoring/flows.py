@@ -199,9 +199,17 @@ class NamedFlows(EntityFlows):
                  max_share: float, max_step_texts: int):
         super().__init__("", min_lines, quiet, min_step_lines, max_entities, 0, max_branches)
         self.max_share, self.max_step_texts = max_share, max_step_texts
+        self._last: tuple[str, tuple[str, list[str]]] | None = None  # a line is judged, then learned: read once
 
     def read(self, masked: str) -> tuple[str, list[str]]:
         """(the line's step text, the names it holds)."""
+        if self._last is not None and self._last[0] == masked:
+            return self._last[1]
+        self._last = (masked, self._read(masked))
+        return self._last[1]
+
+    @staticmethod
+    def _read(masked: str) -> tuple[str, list[str]]:
         names, words = [], masked.split()
         for i, word in enumerate(words):
             if "<" in word or ">" in word or "=" in word:
