@@ -10,7 +10,7 @@ import pytest
 
 from logstream.config import AdaptiveSettings
 from logstream.scoring.adaptive import (CALIBRATED, COLD, FEEDBACK, NOVEL, OUT_OF_RANGE, RARE_LEVEL, TEMPLATE,
-                                       UNSEEN_PROBLEM, AdaptiveThresholds, level_key)
+                                       UNSEEN_PROBLEM, AdaptiveThresholds, level_key, record_key)
 from logstream.scoring.masking import LineMasker
 
 CONFIG = AdaptiveSettings(cold_start_lines=50, min_template_lines=10, history=64, margin=1.0, iqr_margin=3.0)
@@ -845,3 +845,31 @@ def test_a_stop_by_the_polite_signal_at_a_rare_level_is_no_news_but_a_kill_or_a_
                  "stopped: job_<N1> (terminated unexpectedly)"):
         assert judge_and_learn(adaptive, line, level="WARN").anomaly, line
         feed(adaptive, "src", 30)
+
+
+def test_the_lines_of_a_record_that_alerted_are_that_alert_not_news_of_their_own():
+    """RabbitMQ writes each line of an error report with its header (the same time to the microsecond, the
+    same level): measured on its held-out first run, 9 false alerts per report, 45 from the 2,000th line.
+    A record alerts once; a line of a record that did not alert yet is judged as any line is."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    report = ["supervisor: {<PID>,rabbit_channel_sup_sup}", "errorContext: shutdown_error", "reason: noproc",
+              "offender: [{nb_children,<N1>},"]
+    time = "2026-12-05 21:42:32.235655+00:00"
+    record = record_key(time, "ERROR")
+    verdicts = []
+    for line in report:
+        verdicts.append(adaptive.judge("src", line, 2.0, level="ERROR", stream="s", record=record))
+        if verdicts[-1].anomaly:
+            adaptive.seen("src", 2.0, line, level="ERROR", stream="s")
+        else:
+            adaptive.learn("src", line, 2.0, level="ERROR", routine=verdicts[-1].routine is not None, stream="s")
+    assert verdicts[0].anomaly and verdicts[0].how == RARE_LEVEL
+    assert not any(v.anomaly for v in verdicts[1:]) and all("record above" in v.routine for v in verdicts[1:])
+    # the next record (another time), or the same lines of another stream, are news again
+    assert adaptive.judge("src", report[2], 2.0, level="ERROR", stream="s",
+                          record=record_key("2026-12-05 21:42:33.100000+00:00", "ERROR")).anomaly
+    assert adaptive.judge("src", report[2], 2.0, level="ERROR", stream="other", record=record).anomaly
+    # a time in whole seconds joins no lines into a record (two records a second are common)
+    assert record_key("2026-12-05 21:42:32", "ERROR") is None
+    assert record_key("[2026-12-05T21:47:29.701]", "ERROR", "12") != record_key("[2026-12-05T21:47:29.701]", "ERROR", "13")

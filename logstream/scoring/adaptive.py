@@ -380,6 +380,20 @@ class _Source:
     startup_patterns: OrderedDict = field(default_factory=OrderedDict)
     # stream -> the step (template) of its latest line, least recent first: what a problem came right after
     previous: OrderedDict = field(default_factory=OrderedDict)
+    # stream -> (its latest line's record: time and level, whether a line of that record alerted)
+    records: OrderedDict = field(default_factory=OrderedDict)
+
+
+SUBSECOND = re.compile(r"\d[.,]\d{3,}")
+
+
+def record_key(timestamp: str | None, level: str | None, pid: str | None = None) -> str | None:
+    """What a line shares with the other lines of one multi-line record that writes its header on each line
+    (the same time to the millisecond or finer, level and pid); None for a time in whole seconds (two
+    records a second are common)."""
+    if not timestamp or not SUBSECOND.search(timestamp):
+        return None
+    return f"{timestamp}|{level}|{pid}"
 
 
 def level_key(level: str | None, event: str | None = None) -> str | None:
@@ -450,7 +464,8 @@ class AdaptiveThresholds:
     # -- deciding -------------------------------------------------------------------------------
 
     def judge(self, source: str, masked: str, score: float, calibrated: float | None = None,
-              level: str | None = None, text: str | None = None, stream: str | None = None) -> Verdict:
+              level: str | None = None, text: str | None = None, stream: str | None = None,
+              record: str | None = None) -> Verdict:
         """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal).
 
         ``calibrated``: the model's own threshold for this line, used where it holds (``calibration_holds``).
@@ -459,9 +474,14 @@ class AdaptiveThresholds:
         ``text``: the line before masking, where a problem word counted zero (``0 Invalid entries``) shows.
         ``stream``: the line's stream within its source, whose previous line a problem may come as a step after
         (``Recurrence.in_sequence``).
+        ``record``: what makes the line one with the stream's line before it (``record_key``): the rest of a
+        record one of whose lines alerted is that alert's, not news of its own.
         """
         verdict = self._judge_score(source, masked, score)
         state = self._sources[source]
+        if self._same_record(state, stream, record):
+            return replace(verdict, anomaly=False, routine="a line of the record above (its time and level), "
+                           "which alerted")
         after = state.previous.get(stream)
         words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         if verdict.anomaly and verdict.how == NOVEL:
@@ -809,6 +829,7 @@ class AdaptiveThresholds:
             return
         state = self._source(source)
         self._count(state, score)
+        self._record_alerted(state, stream)
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
             self._startup_line(state, masked, words, self._recur(state, masked, level, words,
@@ -928,6 +949,23 @@ class AdaptiveThresholds:
         if len(state.problem_normal) > self.config.max_templates:
             _forget_gone(state.problem_normal, state.problems)
         return key
+
+    def _same_record(self, state: _Source, stream: str | None, record: str | None) -> bool:
+        """Whether the line goes on a record of ``stream`` that alerted; keeps the line's record as the stream's
+        latest (RabbitMQ writes each line of a report with its header: 9 lines, each a rare ERROR line)."""
+        if stream is None:
+            return False
+        latest = state.records.get(stream)
+        same = record is not None and latest is not None and latest[0] == record
+        state.records[stream] = (record, same and latest[1])
+        state.records.move_to_end(stream)
+        while len(state.records) > self.config.flow_entities:
+            state.records.popitem(last=False)
+        return same and latest[1]
+
+    def _record_alerted(self, state: _Source, stream: str | None) -> None:
+        if stream in state.records:
+            state.records[stream] = (state.records[stream][0], True)
 
     def _step(self, state: _Source, stream: str | None, step: int | None) -> None:
         """The stream's latest line was at ``step`` (its template; None: a new one that alerted)."""

@@ -15,7 +15,7 @@ import torch
 from ..cache import Chunk, EngineConfig, StreamingEngine
 from ..canonical import CanonicalLine, Canonicalizer, normalize_level, read_whole
 from ..model import LoadedModel, load_model
-from .adaptive import BASELINE, AdaptiveThresholds, Verdict, level_key
+from .adaptive import BASELINE, AdaptiveThresholds, Verdict, level_key, record_key
 from .aggregate import AGGREGATES, lines_aggregates
 from .card import Calibration, ModelCard
 from .masking import LineMasker
@@ -229,8 +229,11 @@ class LineScorer:
             source = self.source_of(line.stream, line.canonical)
             level = level_key(line.canonical.level, line.canonical.event) if line.canonical is not None else None
             text = line.canonical.text if line.canonical is not None else None  # before masking
+            # an access record (a line with its event: a request's status) is a record of its own
+            record = (record_key(line.canonical.timestamp, line.canonical.level, line.canonical.pid)
+                      if line.canonical is not None and line.canonical.event is None else None)
             line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold,
-                                               level=level, text=text, stream=line.stream)
+                                               level=level, text=text, stream=line.stream, record=record)
             if known_normal:
                 line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None,
                                        note="a line of a known-good baseline: learned as normal")
