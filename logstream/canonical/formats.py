@@ -204,6 +204,21 @@ PHP_LEVELS = {"Fatal error": "ERROR", "Parse error": "ERROR", "Catchable fatal e
               "Strict Standards": "NOTICE"}
 
 
+CUPS_LEVELS = {"X": "CRITICAL", "A": "CRITICAL", "C": "CRITICAL", "E": "ERROR", "W": "WARN", "N": "NOTICE",
+               "I": "INFO", "D": "DEBUG", "d": "DEBUG"}  # cupsd.conf(5) LogLevel: emerg ... debug2
+
+
+def _cups_level(groups: dict) -> None:
+    groups["level"] = CUPS_LEVELS[groups["level"]]
+
+
+def _clamav_level(groups: dict) -> None:
+    """A signature match (``/path: Eicar-Signature FOUND``) is ClamAV's alarm, written with no level: read
+    as a warning, as clamd's other reports of trouble are."""
+    if "level" not in groups and groups.get("message", "").endswith(" FOUND"):
+        groups["level"] = "WARNING"
+
+
 def _php_level(groups: dict) -> None:
     if groups.get("level") in PHP_LEVELS:
         groups["level"] = PHP_LEVELS[groups["level"]]
@@ -316,6 +331,20 @@ FORMATS: tuple[LogFormat, ...] = (
         "dd-Mon-yyyy time category: severity: message",
         r"^(?P<timestamp>\d{2}-\w{3}-\d{4} \d{2}:\d{2}:\d{2}(?:\.\d{3})?) (?:(?P<component>[\w-]+): )?"
         r"(?P<level>debug(?: \d+)?|info|notice|warning|error|critical): (?P<message>.*)$", post=_bind_level),
+    LogFormat(
+        "celery", "Celery's worker log: [yyyy-mm-dd time,ms: LEVEL/process] message (the process: MainProcess, "
+        "Beat, ForkPoolWorker-N, whose number is not read)",
+        r"^\[(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2},\d{3}): (?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+        r"/(?P<component>[A-Za-z][\w.]*?)(?:-(?P<worker>\d+))?\] (?P<message>.*)$"),
+    LogFormat(
+        "cups", "CUPS's error_log: a level letter (E, W, N, I, D...) [dd/Mon/yyyy:time zone] [Job N] message",
+        r"^(?P<level>[XACEWNIDd]) \[(?P<timestamp>\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4})\] "
+        r"(?:\[(?P<component>Job|Client) (?P<job>\d+)\] )?(?P<message>.*)$", post=_cups_level),
+    LogFormat(
+        "clamav", "ClamAV's clamd and freshclam log files: [LEVEL: ]Www Mmm dd time yyyy -> message; a signature "
+        "match (... FOUND) reads as a warning",
+        rf"^(?:(?P<level>ERROR|WARNING|LibClamAV Error|LibClamAV Warning): )?(?P<timestamp>{WEEKDAY} {MONTH} +\d{{1,2}} "
+        r"\d{2}:\d{2}:\d{2} \d{4}) -> (?P<message>.*)$", post=_clamav_level),
     LogFormat(
         "php", "PHP-FPM's log and PHP's error_log: [dd-Mon-yyyy time] LEVEL: [pool name] message, or "
         "[dd-Mon-yyyy time zone] PHP Warning: / PHP Fatal error: message",
