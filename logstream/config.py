@@ -140,7 +140,9 @@ BENIGN_WORDS = (r"\b(?:succeeded|success(?:ful|fully)?|passed|completed|starting
                 r"exiting|shut(?:ting)? down|shutdown|loaded|initiali[sz]ed|ready|bye|"
                 # a stop that was asked for (Prosody's "Received SIGTERM", Supervisor's "received SIGTERM
                 # indicating exit request")
-                r"(?:received|caught|got) SIG(?:TERM|INT|QUIT))\b|(?-i:\bUP\b)")
+                r"(?:received|caught|got) SIG(?:TERM|INT|QUIT)|"
+                # a notice that something will stop working some day (CUPS at each printer it adds)
+                r"deprecated|deprecation)\b|(?-i:\bUP\b)")
 
 
 class AdaptiveSettings(Section):

@@ -873,3 +873,14 @@ def test_the_lines_of_a_record_that_alerted_are_that_alert_not_news_of_their_own
     # a time in whole seconds joins no lines into a record (two records a second are common)
     assert record_key("2026-12-05 21:42:32", "ERROR") is None
     assert record_key("[2026-12-05T21:47:29.701]", "ERROR", "12") != record_key("[2026-12-05T21:47:29.701]", "ERROR", "13")
+
+
+def test_a_deprecation_notice_at_a_rare_level_is_no_news():
+    """CUPS warns at each printer it adds that printer drivers are deprecated (measured: 6 of its 8 false alerts
+    from the 2,000th line on its studied rerun)."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    notice = "Printer drivers are deprecated and will stop working in a future version of CUPS."
+    verdict = judge_and_learn(adaptive, notice, level="WARN")
+    assert not verdict.anomaly and "deprecated" in verdict.routine
+    assert judge_and_learn(adaptive, "Printer floor<N1>: media jam, job held", level="WARN").anomaly
