@@ -126,7 +126,10 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  r"already in use|incorrect|(?<!<)unknown(?![\[)])|"
                  # after the ninth corpus's held-out run: a DNS server's failure reply (PowerDNS's "sending out
                  # servfail"; unbound's reply lines read SERVFAIL as their level already)
-                 r"servfail)\b")
+                 r"servfail|"
+                 # after the tenth corpus's held-out run: a job or a thread that no longer moves (CUPS's "Marking
+                 # stuck job as completed"; not a call hung up)
+                 r"stuck|hung(?! ?up))\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session

@@ -468,8 +468,11 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        ("Auth: (<N4>) Login incorrect: [intern/Intern-wifi-<N1>]", "incorrect"),
                        ("unknown module 'www-old' tried from localhost (<IP>)", "unknown"),
                        ("building answer packet for ci.shop.test/TXT (Parsing record content) sending out servfail",
-                        "servfail")):
+                        "servfail"),
+                       ("Marking stuck job as completed after <N1> seconds.", "stuck"),
+                       ("INFO: task kworker/<N1>:<N1> blocked for more than <N3> seconds, hung", "hung")):
         assert word in adaptive._problem_words_in(line), line
+    assert adaptive._problem_words_in("Channel SIP/alice-<N8> hung up") == []  # a call ended
     # a client whose name is not known is no problem: Postfix's "unknown[IP]", mosquitto's "<unknown>"
     for line in ("connect from unknown[<IP>]", "Client <unknown> closed its connection.",
                  "Destroying unbound session for <(unknown)@(unknown)>"):
