@@ -964,6 +964,7 @@ class AdaptiveThresholds:
         return same and latest[1]
 
     def _record_alerted(self, state: _Source, stream: str | None) -> None:
+        """A line of the stream's latest record alerted: the rest of that record is its alert's."""
         if stream in state.records:
             state.records[stream] = (state.records[stream][0], True)
 

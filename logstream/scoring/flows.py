@@ -54,15 +54,16 @@ class FlowState:
 class EntityFlows:
     """Judges and learns steps against a source's ``FlowState`` (settings: ``scoring.adaptive.flow_*``)."""
 
+    # an id names one flow: steps seen in either order are in order (two deliveries of a message), and once
+    # its flow alerted it alerts no more
+    either_order = True
+    told_until_known = False
+
     def __init__(self, ids: str, min_lines: int, quiet: int, min_step_lines: int, max_entities: int,
                  max_steps: int, max_branches: int):
         self.ids = re.compile(ids) if ids else None
         self.min_lines, self.quiet, self.min_step_lines = min_lines, quiet, min_step_lines
         self.max_entities, self.max_steps, self.max_branches = max_entities, max_steps, max_branches
-    # an id names one flow: steps seen in either order are in order (two deliveries of a message), and once
-    # its flow alerted it alerts no more
-    either_order = True
-    told_until_known = False
 
     def entities(self, text: str | None) -> list[str]:
         """The entity ids a line names, each once, in order."""
