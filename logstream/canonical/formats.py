@@ -28,8 +28,8 @@ LEVEL_WORD = (r"(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL
               r"|PANIC|FINE|FINER|FINEST|CONFIG)")
 # A syslog tag: a program name or path, up to three words ("Microsoft Word"), maybe a facility in
 # parentheses ("sshd(pam_unix)"); no '<', '>', ':' or '[' inside.
-PROCESS = r"[A-Za-z_./][\w.\-/()@]{0,63}(?: [\w.\-/()@]{1,32}){0,2}"
 TAG_WORD = r"[A-Za-z_./][\w.\-/()@]{0,63}"  # a one-word tag
+PROCESS = TAG_WORD + r"(?: [\w.\-/()@]{1,32}){0,2}"
 
 
 @dataclass(frozen=True)
