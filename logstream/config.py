@@ -141,9 +141,11 @@ FLOW_IDS = (r"\bblk_-?\d+\b|\b0x[0-9a-fA-F]{6,}\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f
 # reload and restart (``UP`` in capitals only: "up" is in "valid up to", "set up", "up to date")
 BENIGN_WORDS = (r"\b(?:succeeded|success(?:ful|fully)?|passed|completed|starting|started|stopped|stopping|"
                 r"exiting|shut(?:ting)? down|shutdown|loaded|initiali[sz]ed|ready|bye|"
-                # a stop that was asked for (Prosody's "Received SIGTERM", Supervisor's "received SIGTERM
-                # indicating exit request")
-                r"(?:received|caught|got) SIG(?:TERM|INT|QUIT)|"
+                # a stop or reload that was asked for (Prosody's "Received SIGTERM", Supervisor's "received
+                # SIGHUP indicating restart request", Dovecot's "SIGHUP received - reloading configuration",
+                # which it writes at WARNING)
+                r"(?:received|caught|got) SIG(?:TERM|INT|QUIT|HUP)|SIG(?:TERM|INT|QUIT|HUP) received|"
+                r"reload(?:ing|ed)|"
                 # a notice that something will stop working some day (CUPS at each printer it adds)
                 r"deprecated|deprecation)\b|(?-i:\bUP\b)")
 

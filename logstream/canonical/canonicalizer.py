@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Protocol
 
 from .formats import FORMATS, FORMATS_BY_NAME, LogFormat, normalize_level
@@ -116,6 +116,35 @@ def _read_inner_header(canonical: CanonicalLine) -> CanonicalLine:
     return canonical
 
 
+# A level the program writes at the head of its message, in a format with no level field of its own
+# (a file with only a time before the message, a syslog line, a line read whole): ``ERROR: ...``,
+# ``slurmscriptd: debug: ...``, Dovecot's ``imap(bob)<41><ab>: Info: ...``, ``[WARN] ...``, Celery's ``INFO/MainProcess] ...``, or an upper-case word
+# before a space. Without it a new program's errors read like the rest of its lines and the rare-level rule
+# never sees them (measured on the tenth onboarding corpus before it had formats of its own: Celery, clamd
+# and CUPS read with no level at all). Java's CONFIG and FINE and syslog's ALERT are left out: as a
+# message's first word they are more often a word of its own ("config: loaded ...").
+HEAD_LEVEL = re.compile(
+    r"^(?:(?P<process>[^\s:\[\]]{1,96}):\s+)?"
+    r"(?:\[?(?P<level>(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL|SEVERE|EMERG|PANIC))"
+    r"(?:\]|/(?P<component>[\w.-]+)\]|:)"
+    r"|(?P<upper>TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRIT|CRITICAL|FATAL|SEVERE|EMERG|PANIC)(?=\s))"
+    r"\s+(?P<message>\S.*)$")
+HEAD_LEVEL_FORMATS = ("whole", "iso_prefix", "syslog", "dmesg")
+
+
+def _read_head_level(canonical: CanonicalLine) -> CanonicalLine:
+    """``canonical`` with the level its message opens with, where its format gave it none."""
+    if canonical.level is not None or canonical.event is not None or canonical.format not in HEAD_LEVEL_FORMATS:
+        return canonical
+    head = HEAD_LEVEL.match(canonical.message)
+    if head is None:
+        return canonical
+    return replace(canonical, level=normalize_level(head.group("level") or head.group("upper")),
+                   message=head.group("message").strip(),
+                   process=canonical.process or head.group("process"),
+                   component=canonical.component or head.group("component"))
+
+
 def read_with(parser: Parser, line: str) -> CanonicalLine | None:
     groups = parser.match(line)
     if groups is None:
@@ -133,11 +162,11 @@ def read_with(parser: Parser, line: str) -> CanonicalLine | None:
                 component=nested.component or canonical.component, process=canonical.process,
                 event=canonical.event, timestamp=canonical.timestamp, host=canonical.host, pid=canonical.pid,
                 fields=canonical.fields)
-    return canonical
+    return _read_head_level(canonical)
 
 
 def read_whole(line: str) -> CanonicalLine:
-    return CanonicalLine(format=WHOLE, message=line.strip())
+    return _read_head_level(CanonicalLine(format=WHOLE, message=line.strip()))
 
 
 @dataclass(frozen=True)
