@@ -129,7 +129,10 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  r"servfail|"
                  # after the tenth corpus's held-out run: a job or a thread that no longer moves (CUPS's "Marking
                  # stuck job as completed"; not a call hung up)
-                 r"stuck|hung(?! ?up))\b")
+                 r"stuck|hung(?! ?up)|"
+                 # after the eleventh corpus's held-out run: a connection or a lock left behind (NATS's "Stale
+                 # Client Connection - Closing", at debug level)
+                 r"stale)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session
@@ -193,6 +196,10 @@ class AdaptiveSettings(Section):
     problem_routine_episodes: int = Field(20, ge=0, description="a problem pattern or rare level that has come "
                                           "back in this many episodes in all without being learned as normal is "
                                           "routine for its source for good (0: never for good)")
+    quiet_routine_episodes: int = Field(5, ge=0, description="the same for a problem pattern in DEBUG or TRACE "
+                                        "lines: a program's tracing of what it does (Kea's `reclamation of expired "
+                                        "leases` every few minutes, etcd's canceled watches) turns routine sooner "
+                                        "(0: as other levels)")
     routine_episodes: int = Field(5, ge=0, description="a problem pattern or rare level that came back in this "
                                   "many episodes (bursts: its lines within `routine_gap` lines of each other) "
                                   "within the source's last `routine_window` lines, or in one episode that lasted "

@@ -470,9 +470,17 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        ("building answer packet for ci.shop.test/TXT (Parsing record content) sending out servfail",
                         "servfail"),
                        ("Marking stuck job as completed after <N1> seconds.", "stuck"),
-                       ("INFO: task kworker/<N1>:<N1> blocked for more than <N3> seconds, hung", "hung")):
+                       ("INFO: task kworker/<N1>:<N1> blocked for more than <N3> seconds, hung", "hung"),
+                       ('<IP> - cid:<N4> - "v<N1>:go:gw" - Stale Client Connection - Closing', "stale"),
+                       # a message code's parts are words: Kerberos's, Kea's (an underscore is a word character)
+                       ("AS_REQ (<N1> etypes {camellia<N3>-cts-cmac(<N2>)}) <IP>: BAD_ENCRYPTION_TYPE: heidi@ONB.TEST",
+                        "bad"),
+                       ("DHCP<N1>_PACKET_DROP_<N4> [hwtype=<N1> <HEX>], tid=<HEX>, from interface lo: missing", "drop")):
         assert word in adaptive._problem_words_in(line), line
     assert adaptive._problem_words_in("Channel SIP/alice-<N8> hung up") == []  # a call ended
+    # but not a lower-case name's: a setting, a file
+    assert adaptive._problem_words_in("retry_on_failure=true, error_page=/srv/oops.html") == []
+    assert adaptive._problem_words_in("ALLOC_ENGINE_V<N1>_LEASES_RECLAMATION_START starting reclamation") == []
     # a client whose name is not known is no problem: Postfix's "unknown[IP]", mosquitto's "<unknown>"
     for line in ("connect from unknown[<IP>]", "Client <unknown> closed its connection.",
                  "Destroying unbound session for <(unknown)@(unknown)>"):
@@ -487,6 +495,31 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
     assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.") == ["expired"]
     assert adaptive._problem_words_in("Done loading RDB, keys loaded: <N4>, keys expired: <N1>.",
                                       text="Done loading RDB, keys loaded: 1478, keys expired: 0.") == []
+
+
+def test_a_problem_in_debug_lines_turns_routine_for_good_sooner():
+    """Kea traces its lease reclamation at DEBUG every few hundred lines, ``starting reclamation of expired
+    leases``: too far apart to be routine within a window, it alerted 8 times from the 2,000th line on its
+    held-out first run (14 of its 16 false alerts were DEBUG lines). A problem pattern in DEBUG or TRACE lines
+    is routine for good after ``quiet_routine_episodes`` episodes; at other levels after
+    ``problem_routine_episodes``."""
+    config = CONFIG.model_copy(update={"quiet_routine_episodes": 3, "problem_routine_episodes": 6})
+    adaptive = AdaptiveThresholds(config)
+    feed(adaptive, "src", 300)
+    traced = "ALLOC_ENGINE_V<N1>_LEASES_RECLAMATION_START starting reclamation of expired leases"
+    warned = "disk of volume <N1> has expired sectors"
+    for episode in range(6):
+        assert judge_and_learn(adaptive, warned, level="WARN").anomaly, episode
+        assert judge_and_learn(adaptive, traced, level="DEBUG").anomaly == (episode < 3), episode
+        feed(adaptive, "src", 400, seed=episode)  # far apart: never routine within a window
+    assert not judge_and_learn(adaptive, warned, level="WARN").anomaly  # its 7th: routine for good now
+    assert not judge_and_learn(adaptive, traced, level="DEBUG").anomaly
+    # the setting at 0: DEBUG lines are judged as any other
+    adaptive = AdaptiveThresholds(config.model_copy(update={"quiet_routine_episodes": 0}))
+    feed(adaptive, "src", 300)
+    for episode in range(6):
+        assert judge_and_learn(adaptive, traced, level="DEBUG").anomaly, episode
+        feed(adaptive, "src", 400, seed=episode)
 
 
 def test_a_problem_logged_for_a_whole_window_is_routine_for_good():

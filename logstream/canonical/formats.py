@@ -25,7 +25,7 @@ ISO8601 = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}
 SYSLOG_TIME = (rf"(?:\d{{4}}\s+)?{MONTH}\s+\d{{1,2}}(?:\s+\d{{4}})?\s+\d{{2}}:\d{{2}}:\d{{2}}(?:\.\d{{1,9}})?")
 RFC3339 = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})"
 LEVEL_WORD = (r"(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL|SEVERE|ALERT|EMERG"
-              r"|PANIC|FINE|FINER|FINEST|CONFIG)")
+              r"|PANIC|FINE|FINER|FINEST|CONFIG|TRC|DBG|INF|WRN|FTL)")  # the three-letter ones: Go's NATS
 # A syslog tag: a program name or path, up to three words ("Microsoft Word"), maybe a facility in
 # parentheses ("sshd(pam_unix)"); no '<', '>', ':' or '[' inside.
 TAG_WORD = r"[A-Za-z_./][\w.\-/()@]{0,63}"  # a one-word tag
@@ -64,7 +64,7 @@ class LogFormat:
 # One spelling per severity, whatever the source wrote: "W", "warning" and "WARN" read the same,
 # so what the model learned of warnings carries from one format to another.
 LEVEL_ALIASES = {
-    "TRACE": "TRACE", "FINEST": "TRACE", "FINER": "TRACE", "V": "TRACE", "VERBOSE": "TRACE",
+    "TRACE": "TRACE", "FINEST": "TRACE", "FINER": "TRACE", "V": "TRACE", "VERBOSE": "TRACE", "TRC": "TRACE",
     "DEBUG": "DEBUG", "D": "DEBUG", "DBG": "DEBUG", "FINE": "DEBUG", "CONFIG": "DEBUG",
     "INFO": "INFO", "I": "INFO", "INF": "INFO", "INFORMATION": "INFO", "INFORMATIONAL": "INFO",
     "NOTICE": "NOTICE", "N": "NOTICE",
@@ -72,7 +72,7 @@ LEVEL_ALIASES = {
     "ERROR": "ERROR", "ERR": "ERROR", "E": "ERROR", "SEVERE": "ERROR",
     "CRITICAL": "CRITICAL", "CRIT": "CRITICAL", "ALERT": "CRITICAL", "EMERG": "CRITICAL",
     "EMERGENCY": "CRITICAL", "PANIC": "CRITICAL",
-    "FATAL": "FATAL", "F": "FATAL", "A": "FATAL",  # logcat's A is "assert"
+    "FATAL": "FATAL", "F": "FATAL", "A": "FATAL", "FTL": "FATAL",  # logcat's A is "assert"
     "LOG": "INFO", "DEBUG1": "DEBUG", "DEBUG2": "DEBUG", "DEBUG3": "DEBUG", "DEBUG4": "DEBUG", "DEBUG5": "DEBUG",
 }
 # syslog severities 0..7 (RFC 5424 table 2)
@@ -393,15 +393,18 @@ FORMATS: tuple[LogFormat, ...] = (
         # a tag: a program writing its own file in syslog's time has none ("Dec  4 22:23:08 dnsmasq[26373]: ...")
         rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?=\S)(?!{LEVEL_WORD}:?\s)"
         rf"(?:(?!{TAG_WORD}(?:\[\d+\])?:\s)(?P<host>\S+)\s+)?"
-        rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>\d+)\])?(?: \(\S+?\))?: ?)?(?P<message>.*)$",
+        # MIT Kerberos writes its level after the pid: "krb5kdc[24909](info): ..."
+        rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>\d+)\])?(?:\((?P<level>{LEVEL_WORD})\))?(?: \(\S+?\))?: ?)?"
+        rf"(?P<message>.*)$",
         post=_syslog_header),
     LogFormat(
         "dmesg", "Kernel ring buffer (dmesg): [seconds since boot] message",
         r"^\[\s*(?P<timestamp>\d+\.\d+)\] (?P<message>.*)$"),
     LogFormat(
         "iso_prefix", "Anything that opens with an ISO 8601 / RFC 3339 time (dpkg.log, Rust tracing, Go's "
-        "log package, Faust's '[time] [pid] [LEVEL] message'): time, an optional pid and level, the rest",
-        rf"^\[?(?P<timestamp>{ISO8601}|\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?)\]?:?\s*"
+        "log package, Faust's '[time] [pid] [LEVEL] message', NATS's '[pid] time [LVL] message'): time, an "
+        "optional pid and level, the rest",
+        rf"^(?:\[(?P<pid>\d+)\]\s+)?\[?(?P<timestamp>{ISO8601}|\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?)\]?:?\s*"
         rf"(?:[|,-]\s*)?(?:\[\d+\]\s+)?(?:\[?(?P<level>{LEVEL_WORD})\]?:?\s+)?(?P<message>.*)$"),
 )
 

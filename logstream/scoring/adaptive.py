@@ -83,7 +83,8 @@ source has shown, per template:
   ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
   or in one episode that has lasted ``routine_episodes`` x ``routine_gap`` lines, it does not
   alert, and stays routine until it has been quiet for ``routine_window`` lines; after
-  ``problem_routine_episodes`` episodes in all, or one episode that went on for ``routine_window``
+  ``problem_routine_episodes`` episodes in all (``quiet_routine_episodes`` for a problem in DEBUG or
+  TRACE lines: a program tracing its own housekeeping), or one episode that went on for ``routine_window``
   lines (a chronic condition: a corrected parity error logged for hours), it is routine for good. A
   favicon 404 logged as an ERROR every few lines is routine within about a hundred lines; one burst
   of errors (an upstream down for a minute) alerts its first ``episode_alerts`` lines, however many
@@ -137,6 +138,9 @@ BASELINE = "baseline"  # a line of a known-good log, learned as normal (``LineSc
 # format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
 LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
 QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
+# a message code in upper snake case (Kerberos's ``BAD_ENCRYPTION_TYPE``, Kea's ``DHCP4_PACKET_DROP_0001``):
+# its parts are words (an underscore is a word character to a regex's ``\b``)
+UPPER_SNAKE = re.compile(r"(?<![\w<>])[A-Z0-9<>]*[A-Z][A-Z0-9<>]*(?:_[A-Z0-9<>]+)+(?![\w<>])")
 # words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
 # an orderly stop, and so is one "terminated by SIGTERM": Supervisor logs each stop it was asked for so)
 NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated(?! by SIG(?:TERM|INT|QUIT)\b)|signal(?:l?ed)?(?![ =:]+SIG(?:TERM|INT|HUP|QUIT)\b)|"
@@ -164,6 +168,10 @@ START_STOP = re.compile(r"\b(?:starting|started|stopping|stopped|exiting|shut(?:
 # (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
 QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
 QUOTED_WORD = re.compile(r"'[\w-]+'|\"[\w-]+\"")  # a field's value (XMPP's type='error'), not traced text
+
+
+def _spaced(code: re.Match) -> str:
+    return code.group(0).replace("_", " ")
 
 
 def _traced(quoted: re.Match) -> str:
@@ -295,12 +303,13 @@ class Recurrence:
         while len(self.episodes) > max(config.routine_episodes, 1):
             self.episodes.popleft()
 
-    def routine(self, now: int, config: AdaptiveSettings) -> bool:
+    def routine(self, now: int, config: AdaptiveSettings, quiet: bool = False) -> bool:
         """Whether it keeps coming back: in enough episodes lately, in one that does not end, or in all.
         Once routine, it stays so until it has been quiet for ``routine_window`` lines: a pattern that
         comes back a little less often than it turned routine is still the source's routine (measured:
         vsftpd's 550 for a missing file every ~250 lines flipped between routine and news)."""
-        if self.chronic or (config.problem_routine_episodes and self.comebacks >= config.problem_routine_episodes):
+        for_good = (config.quiet_routine_episodes if quiet else 0) or config.problem_routine_episodes
+        if self.chronic or (for_good and self.comebacks >= for_good):
             return True
         if not config.routine_episodes or not self.episodes:
             return False
@@ -596,6 +605,7 @@ class AdaptiveThresholds:
             masked = head + colon + rest
         if level is not None and level.split(" ", 1)[0] in QUIET_LEVELS:
             masked = QUOTED.sub(_traced, masked)
+        masked = UPPER_SNAKE.sub(_spaced, masked)
         words = list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
         if words and text is not None:
             zero = {m.group(0).lower() for m in self._problem_words.finditer(text)
@@ -654,7 +664,8 @@ class AdaptiveThresholds:
             return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
-        return why, self._held_back(state, state.problem_alerts.get(key), after)
+        quiet = level is not None and level.split(" ", 1)[0] in QUIET_LEVELS  # ``quiet_routine_episodes``
+        return why, self._held_back(state, state.problem_alerts.get(key), after, quiet)
 
     def _fields_with_values(self, masked: str, text: str | None) -> list[tuple[tuple[str, str, int], int]]:
         """The line's numeric fields that are values of their own, each with its value (from ``text``)."""
@@ -717,14 +728,15 @@ class AdaptiveThresholds:
             if len(seen) > 3 and seen[3] is not None:
                 _count_code(seen, value, weight)
 
-    def _held_back(self, state: _Source, recurrence: Recurrence | None, after: int | None = None) -> str | None:
+    def _held_back(self, state: _Source, recurrence: Recurrence | None, after: int | None = None,
+                   quiet: bool = False) -> str | None:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
         coming back often enough to be the source's routine, or each time as the step after the same line
         of its stream (``after``, the step of the stream's previous line), or its ongoing burst has already
         alerted ``episode_alerts`` lines (the rest of a burst is the same news)."""
         if recurrence is None:
             return None
-        if recurrence.routine(state.lines, self.config):
+        if recurrence.routine(state.lines, self.config, quiet):
             return "keeps coming back"
         if recurrence.in_sequence(after, self.config) and self._rare_step(state, after):
             return (f"came right after the same line of its stream each of its last {recurrence.after_runs} "
