@@ -213,6 +213,10 @@ class AdaptiveSettings(Section):
                                    "type right after each source logs in), not news (0 turns this off)")
     sequence_share: float = Field(0.01, ge=0, le=1, description="the most of a source's lines the line pattern "
                                   "before such a step may have: after a common line, problems come by chance")
+    sequence_follow_share: float = Field(0.05, ge=0, le=1, description="the least share of that line pattern's "
+                                         "lines such a step came right after: Samba writes the same header before "
+                                         "every authentication, hundreds of successes and a few failures; its "
+                                         "failures are a branch it takes now and then, not a step of its routine")
     episode_alerts: int = Field(3, ge=0, description="lines of one burst of a problem pattern that alert; the rest "
                                 "of the burst is the same news (not learned as normal; the burst still counts as "
                                 "one episode). 0: every line of a burst alerts")

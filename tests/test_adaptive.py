@@ -849,6 +849,43 @@ def test_a_warning_that_each_time_comes_right_after_the_same_rare_line_of_its_st
     assert all(v.anomaly for v in common)  # always after the most common line: no step of a sequence
 
 
+def test_a_problem_after_a_line_that_mostly_leads_elsewhere_is_a_branch_not_a_step():
+    """Samba writes the same header line before each authentication's message: hundreds of successes, now and
+    then a wrong password. The failures come right after that header every time, and the header is rare in a
+    source that holds other programs' lines too; but the failures follow it in few of its occurrences
+    (``sequence_follow_share``): each is news (measured: the fifth and later were held back as a step)."""
+    config = CONFIG.model_copy(update={"routine_episodes": 0, "problem_routine_episodes": 0, "sequence_episodes": 3})
+    adaptive = AdaptiveThresholds(config)
+    header = ("auth/auth.c:<N3>(auth_check_ntlm_password)", None)
+    failed = ("Authentication for user [<N1>] FAILED with error NT_STATUS_WRONG_PASSWORD", None)
+
+    def line(pair: tuple[str, str | None]):
+        verdict = adaptive.judge("src", pair[0], 2.0, level=pair[1], stream="smbd")
+        if verdict.anomaly:
+            adaptive.seen("src", 2.0, pair[0], level=pair[1], stream="smbd")
+        else:
+            adaptive.learn("src", pair[0], 2.0, level=pair[1], routine=verdict.routine is not None, stream="smbd")
+        return verdict
+
+    for i in range(15_000):  # other programs' lines of the same format, and smbd's 120 successful logins
+        if i % 125 == 0:
+            line(header)
+            line(("Authentication for user [<N1>] succeeded", None))
+        else:
+            adaptive.judge("src", f"lease granted to {USERS[i % 4]}", 2.0, stream="kea")
+            adaptive.learn("src", f"lease granted to {USERS[i % 4]}", 2.0, stream="kea")
+    # the header is under sequence_share of the source's lines (120 of 15,000): with sequence_follow_share at 0,
+    # the failures after it from the fourth on are held back as a step (checked when this test was written)
+    failures = []
+    for _ in range(6):
+        line(header)
+        failures.append(line(failed))
+        for i in range(40):
+            adaptive.judge("src", f"lease granted to {USERS[i % 4]}", 2.0, stream="kea")
+            adaptive.learn("src", f"lease granted to {USERS[i % 4]}", 2.0, stream="kea")
+    assert all(v.anomaly for v in failures), [v.routine for v in failures]
+
+
 def test_a_field_that_only_ever_held_one_value_is_no_bar_when_it_changes_but_a_varying_one_is():
     """ngIRCd starts each line with its process id (``[32705:6    0] User ... registered``): a field that held
     one value in all of a template's normal lines is an identifier of the process, and the next process's id,

@@ -738,18 +738,22 @@ class AdaptiveThresholds:
             return None
         if recurrence.routine(state.lines, self.config, quiet):
             return "keeps coming back"
-        if recurrence.in_sequence(after, self.config) and self._rare_step(state, after):
+        if recurrence.in_sequence(after, self.config) and self._rare_step(state, after, recurrence.after_runs):
             return (f"came right after the same line of its stream each of its last {recurrence.after_runs} "
                     "times: a step the source takes")
         told = recurrence.burst_told(state.lines, self.config)
         return f"alerted {told} lines of this burst" if told else None
 
-    def _rare_step(self, state: _Source, step: int) -> bool:
+    def _rare_step(self, state: _Source, step: int, runs: int) -> bool:
         """Whether a step is rare enough in its source (at most ``sequence_share`` of its lines) that a problem
         coming right after it time after time is no chance: after a source's most common line, any problem
-        comes so now and then."""
+        comes so now and then; and whether the problem's ``runs`` in a row after it are a fair share of the
+        step's lines (``sequence_follow_share``), not a branch it seldom takes. Measured: once NATS's lines
+        joined the format-wide source of Samba's, Samba's header before each authentication counted as rare,
+        and its fifth and later wrong passwords were held back as a step the source takes."""
         cluster = state.miner.drain.id_to_cluster.get(step)
-        return cluster is not None and cluster.size <= self.config.sequence_share * max(state.lines, 1)
+        return (cluster is not None and cluster.size <= self.config.sequence_share * max(state.lines, 1)
+                and runs >= self.config.sequence_follow_share * cluster.size)
 
     def _level_share(self, state: _Source, level: str | None) -> float | None:
         """The smoothed share of ``level`` among the source's normal lines; None for low levels."""
