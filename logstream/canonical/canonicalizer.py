@@ -129,7 +129,7 @@ HEAD_LEVEL = re.compile(
     r"(?:\]|/(?P<component>[\w.-]+)\]|:)"
     r"|(?P<upper>TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRIT|CRITICAL|FATAL|SEVERE|EMERG|PANIC)(?=\s))"
     r"\s+(?P<message>\S.*)$")
-HEAD_LEVEL_FORMATS = ("whole", "iso_prefix", "syslog", "dmesg")
+HEAD_LEVEL_FORMATS = (WHOLE, "iso_prefix", "syslog", "dmesg")
 
 
 def _read_head_level(canonical: CanonicalLine) -> CanonicalLine:

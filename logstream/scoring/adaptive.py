@@ -170,6 +170,11 @@ QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
 QUOTED_WORD = re.compile(r"'[\w-]+'|\"[\w-]+\"")  # a field's value (XMPP's type='error'), not traced text
 
 
+def _quiet(level: str | None) -> bool:
+    """Whether a line's level (with its event, ``level_key``) is a program's tracing: TRACE or DEBUG."""
+    return level is not None and level.split(" ", 1)[0] in QUIET_LEVELS
+
+
 def _spaced(code: re.Match) -> str:
     return code.group(0).replace("_", " ")
 
@@ -603,7 +608,7 @@ class AdaptiveThresholds:
             for part in level.split(" ", 1):
                 head = head.replace(part, "", 1)
             masked = head + colon + rest
-        if level is not None and level.split(" ", 1)[0] in QUIET_LEVELS:
+        if _quiet(level):
             masked = QUOTED.sub(_traced, masked)
         masked = UPPER_SNAKE.sub(_spaced, masked)
         words = list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
@@ -664,8 +669,7 @@ class AdaptiveThresholds:
             return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
-        quiet = level is not None and level.split(" ", 1)[0] in QUIET_LEVELS  # ``quiet_routine_episodes``
-        return why, self._held_back(state, state.problem_alerts.get(key), after, quiet)
+        return why, self._held_back(state, state.problem_alerts.get(key), after, quiet=_quiet(level))
 
     def _fields_with_values(self, masked: str, text: str | None) -> list[tuple[tuple[str, str, int], int]]:
         """The line's numeric fields that are values of their own, each with its value (from ``text``)."""
