@@ -683,6 +683,25 @@ def test_an_error_code_that_was_only_ever_0_alerts_when_it_is_not_and_other_zero
     assert not judge_text(adaptive, line.format(1301, 1, 0)).anomaly  # op: a counter, not an error code
 
 
+def test_an_exit_status_named_by_the_words_before_it_alerts_when_it_is_not_0_from_the_templates_first_lines():
+    """Slurm writes ``_job_complete: JobId=257 WEXITSTATUS 1``: the status is a token of its own, named by the
+    word before it. A process's exit status other than 0 is a failure by convention, so it is judged once the
+    template has ``min_template_lines`` normal lines, not ``range_min_lines`` as other codes are; a number that
+    only follows such words further back (``code 3 of job 7``) is no exit status."""
+    config = CONFIG.model_copy(update={"range_min_lines": 100, "cold_start_lines": 0})
+    adaptive = AdaptiveThresholds(config)
+    for line in ("_job_complete: JobId={} WEXITSTATUS {}", "worker {} exited with code {} (Exit)",
+                 "exited: job_{} (exit status {}; expected)"):
+        for i in range(config.min_template_lines):
+            assert not judge_text(adaptive, line.format(1000 + i, 0)).anomaly, (line, i)
+        failed = judge_text(adaptive, line.format(2000, 1))
+        assert failed.anomaly and failed.how == OUT_OF_RANGE and "never held" in failed.note, line
+        assert not judge_text(adaptive, line.format(2001, 0)).anomaly
+    for i in range(config.min_template_lines):
+        judge_text(adaptive, f"exited with code {i % 2} of job 0 attempt 0")
+    assert not judge_text(adaptive, "exited with code 0 of job 0 attempt 3").anomaly  # attempt: no code
+
+
 def test_a_code_an_error_code_field_never_held_alerts_where_it_held_only_a_few():
     """slapd answers compares with err=5 and err=6 beside thousands of err=0: a nonzero code is routine there,
     but err=49 (invalid credentials), a code the field never held, is news; a field of many codes is not judged

@@ -238,7 +238,11 @@ def _keep_least(values: list[int], value: int) -> None:
 # err=49``, invalid credentials, after thousands of ``err=0`` and a few compare results ``err=5`` and
 # ``err=6``: measured, none of its 9 such failures alerted by the range)
 ERROR_CODE = re.compile(r"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit(?:[ _]?(?:code|status))?|"
-                        r"result[ _]?code)\W{0,2}<N")
+                        r"exit(?:ed|s)?\s+with\s+(?:code|status)|w?exitstatus|result[ _]?code)\W{0,2}<N$")
+# a process's exit status: by convention 0 is success and anything else a failure, so a template whose exit
+# statuses were all 0 is judged from its first ``min_template_lines`` normal lines (Slurm's ``_job_complete:
+# JobId=257 WEXITSTATUS 1``), not from ``range_min_lines`` as other codes (an LDAP result, an HTTP status)
+EXIT_STATUS = re.compile(r"(?i)(?<![A-Za-z])(?:exit(?:ed|s)?(?:\s+with)?[ _]?(?:code|status)|w?exitstatus)\W{0,2}<N$")
 MAX_CODES = 16  # codes kept per error-code field: one that held more is not judged by its codes
 NEW_CODE_SHARE = 0.01  # a new code is news while the field's codes seen once are at most this share of its
 # lines (Good-Turing: the chance that the next line holds a code never seen)
@@ -262,17 +266,20 @@ def _with_value(token: str, index: int, value: int) -> str:
     return NUMBER_FIELD.sub(lambda m: f"{abs(value):,}" if next(counter) == index else m.group(0), token)
 
 
-def _value_fields(masked: str) -> list[tuple[str, str, int] | None]:
+def _value_fields(masked: str) -> list[tuple[str, str, int, str] | None]:
     """Each number placeholder of ``masked`` in order: (its key "token.index", its token, its index in the
-    token), or None where it is not a value of its own (part of a name, a fraction)."""
-    fields: list[tuple[str, str, int] | None] = []
-    for position, token in enumerate(masked.split()):
+    token, what names it: the token up to the number, or where the number opens its token the words before it,
+    as in ``exited with code <N3>``), or None where it is not a value of its own (part of a name, a fraction)."""
+    fields: list[tuple[str, str, int, str] | None] = []
+    tokens = masked.split()
+    for position, token in enumerate(tokens):
         for index, match in enumerate(NUMBER_FIELD.finditer(token)):
             at = match.start()
             if at and token[at - 1] == "-":
                 at -= 1  # a sign, unless the "-" joins a name
             named = at > 0 and (token[at - 1].isalnum() or token[at - 1] in "_.>")
-            fields.append(None if named else (f"{position}.{index}", token, index))
+            name = (" ".join(tokens[max(position - 3, 0):position]) + " " if at == 0 else token[:at]) + "<N"
+            fields.append(None if named else (f"{position}.{index}", token, index, name))
     return fields
 
 
@@ -671,7 +678,7 @@ class AdaptiveThresholds:
             return None, None
         return why, self._held_back(state, state.problem_alerts.get(key), after, quiet=_quiet(level))
 
-    def _fields_with_values(self, masked: str, text: str | None) -> list[tuple[tuple[str, str, int], int]]:
+    def _fields_with_values(self, masked: str, text: str | None) -> list[tuple[tuple[str, str, int, str], int]]:
         """The line's numeric fields that are values of their own, each with its value (from ``text``)."""
         if text is None or "<N" not in masked:
             return []
@@ -690,13 +697,14 @@ class AdaptiveThresholds:
         if template is None or not template.ranges or not self.config.range_min_lines:
             return []
         factor, beyond = self.config.range_factor, []
-        for (key, token, index), value in self._fields_with_values(masked, text):
+        for (key, token, index, name), value in self._fields_with_values(masked, text):
             seen = template.ranges.get(key)
-            if seen is None or seen[0] < self.config.range_min_lines:
+            codes = seen[3] if seen is not None and len(seen) > 3 else None
+            exit_status = codes is not None and EXIT_STATUS.search(name)
+            if seen is None or seen[0] < (self.config.min_template_lines if exit_status else self.config.range_min_lines):
                 continue
             lines, least, greatest = seen[0], _least(seen[1]), seen[2]
-            codes = seen[3] if len(seen) > 3 else None
-            if codes and str(value) not in codes and ERROR_CODE.search(token) and (
+            if codes and str(value) not in codes and ERROR_CODE.search(name) and (
                     sum(1 for count in codes.values() if count == 1) <= NEW_CODE_SHARE * lines):
                 shown = _with_value(token, index, value)
                 held = ", ".join(f"{int(code):,}" for code in sorted(codes, key=int))
@@ -709,7 +717,7 @@ class AdaptiveThresholds:
             # line is an identifier (ngIRCd's process id heads each line: the next process's, after a pid
             # wrap-around, alerted once per template, 14.9 false alerts per 1,000 lines)
             if (value < 0 <= least and value <= -10) or (greatest >= 1 and value > factor * greatest) or (
-                    least == greatest == 0 and value != 0 and ERROR_CODE.search(token)) or (
+                    least == greatest == 0 and value != 0 and ERROR_CODE.search(name)) or (
                     least >= 100 and least < greatest <= factor * least and value * factor < least):
                 shown = _with_value(token, index, value)
                 why = f"{shown!r}: this field held {least:,} to {greatest:,} in the template's {lines:,} normal lines"
@@ -719,12 +727,12 @@ class AdaptiveThresholds:
     def _learn_ranges(self, template: _Template, masked: str, text: str | None, weight: int = 1) -> None:
         """Take the line's values into their fields' ranges (``weight`` times: an operator's mark takes a value
         in at once, as RANGE_EXTREMES lines)."""
-        for (key, token, _), value in self._fields_with_values(masked, text):
+        for (key, _, _, name), value in self._fields_with_values(masked, text):
             seen = template.ranges.get(key)
             if seen is None:
                 if len(template.ranges) >= MAX_FIELDS:
                     continue
-                seen = template.ranges[key] = [0, [], value] + ([{}] if ERROR_CODE.search(token) else [])
+                seen = template.ranges[key] = [0, [], value] + ([{}] if ERROR_CODE.search(name) else [])
             for _ in range(weight):
                 seen[0] += 1
                 _keep_least(seen[1], value)
