@@ -472,6 +472,7 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        ("Marking stuck job as completed after <N1> seconds.", "stuck"),
                        ("INFO: task kworker/<N1>:<N1> blocked for more than <N3> seconds, hung", "hung"),
                        ('<IP> - cid:<N4> - "v<N1>:go:gw" - Stale Client Connection - Closing', "stale"),
+                       ("vm proftpd[<N5>] <IP>: USER admin: no such user found from <IP>", "no such"),
                        # a message code's parts are words: Kerberos's, Kea's (an underscore is a word character)
                        ("AS_REQ (<N1> etypes {camellia<N3>-cts-cmac(<N2>)}) <IP>: BAD_ENCRYPTION_TYPE: heidi@ONB.TEST",
                         "bad"),
