@@ -40,7 +40,7 @@ def test_golden_real_lines(case):
 def test_every_required_format_has_a_golden_line():
     wanted = {"syslog", "rfc5424", "iso_prefix", "access_log", "nginx_error", "apache_error", "log4j", "logback", "postgresql",
               "python", "klog", "logfmt", "json", "redis", "haproxy", "haproxy_http", "bind", "vsftpd", "mosquitto", "exim", "unbound",
-              "php", "prosody", "uwsgi_request",
+              "php", "prosody", "uwsgi_request", "mysql", "rspamd",
               *LOGHUB_FORMATS.values()}
     assert wanted <= {c["format"] for c in GOLDEN}
     journald = {c["source"].split(" (")[0] for c in GOLDEN if c["source"].startswith("journalctl")}

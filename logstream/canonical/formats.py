@@ -67,6 +67,7 @@ LEVEL_ALIASES = {
     "TRACE": "TRACE", "FINEST": "TRACE", "FINER": "TRACE", "V": "TRACE", "VERBOSE": "TRACE", "TRC": "TRACE",
     "DEBUG": "DEBUG", "D": "DEBUG", "DBG": "DEBUG", "FINE": "DEBUG", "CONFIG": "DEBUG",
     "INFO": "INFO", "I": "INFO", "INF": "INFO", "INFORMATION": "INFO", "INFORMATIONAL": "INFO",
+    "NOTE": "INFO", "SYSTEM": "NOTICE",  # MySQL's and MariaDB's information notes; MySQL 8's start and stop
     "NOTICE": "NOTICE", "N": "NOTICE",
     "WARN": "WARN", "WARNING": "WARN", "W": "WARN", "WRN": "WARN",
     "ERROR": "ERROR", "ERR": "ERROR", "E": "ERROR", "SEVERE": "ERROR",
@@ -271,6 +272,17 @@ FORMATS: tuple[LogFormat, ...] = (
         "postgresql", "PostgreSQL's default log_line_prefix '%m [%p] ': time zone [pid] LEVEL:  message",
         r"^(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)? [A-Z]{2,5}) \[(?P<pid>\d+)\] "
         r"(?:(?P<user>[^@\s]+)@(?P<database>\S+) )?(?P<level>[A-Z]+\d?):\s+(?P<message>.*)$"),
+    LogFormat(
+        "mysql", "MariaDB's and MySQL's error log: time (MariaDB pads the hour with a space; MySQL 5.7 and 8 write "
+        "RFC 3339), a thread id, [Note] / [Warning] / [ERROR] / [System], MySQL 8's [MY-code] [subsystem], message",
+        r"^(?P<timestamp>\d{4}-\d{2}-\d{2}(?:T\d{2}|\s+\d{1,2}):\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
+        r"|\d{6}\s+\d{1,2}:\d{2}:\d{2})\s+(?:(?P<thread>\d+)\s+)?\[(?P<level>Note|Warning|ERROR|Error|System)\]\s+"
+        r"(?:\[(?P<code>MY-\d+)\]\s+\[(?P<component>\w+)\]\s+)?(?P<message>.*)$"),
+    LogFormat(
+        "rspamd", "Rspamd's log file: time #pid(process type) <task or config id>; module; function: message "
+        "(the id, a task's or a configuration's own, is not read)",
+        r"^(?P<timestamp>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?) #(?P<pid>\d+)\((?P<process>[\w-]+)\) "
+        r"(?:<(?P<uid>[^>\s]*)>; )?(?:(?P<component>[\w-]+); )?(?P<message>.*)$"),
     LogFormat(
         "spark", "Spark log4j default layout (Loghub Spark): yy/MM/dd time level class: message",
         r"^(?P<timestamp>\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}) (?P<level>[A-Z]+) (?P<component>[^\s:]+): "
