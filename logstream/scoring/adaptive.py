@@ -237,12 +237,13 @@ def _keep_least(values: list[int], value: int) -> None:
 # not quantities. A code the field never held is news, where it only ever held a few (slapd's ``RESULT ...
 # err=49``, invalid credentials, after thousands of ``err=0`` and a few compare results ``err=5`` and
 # ``err=6``: measured, none of its 9 such failures alerted by the range)
-ERROR_CODE = re.compile(r"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit(?:[ _]?(?:code|status))?|"
-                        r"exit(?:ed|s)?\s+with\s+(?:code|status)|w?exitstatus|result[ _]?code)\W{0,2}<N$")
+EXIT_WORDS = r"exit(?:ed|s)?(?:\s+with)?[ _]?(?:code|status)|w?exitstatus"  # exit code 1, exited with status 1
+ERROR_CODE = re.compile(rf"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit|{EXIT_WORDS}|"
+                        r"result[ _]?code)\W{0,2}<N$")
 # a process's exit status: by convention 0 is success and anything else a failure, so a template whose exit
-# statuses were all 0 is judged from its first ``min_template_lines`` normal lines (Slurm's ``_job_complete:
-# JobId=257 WEXITSTATUS 1``), not from ``range_min_lines`` as other codes (an LDAP result, an HTTP status)
-EXIT_STATUS = re.compile(r"(?i)(?<![A-Za-z])(?:exit(?:ed|s)?(?:\s+with)?[ _]?(?:code|status)|w?exitstatus)\W{0,2}<N$")
+# statuses were only ever 0 is judged from its first ``min_template_lines`` normal lines (Slurm's
+# ``_job_complete: JobId=257 WEXITSTATUS 1``), not from ``range_min_lines`` as other codes (an LDAP result)
+EXIT_STATUS = re.compile(rf"(?i)(?<![A-Za-z])(?:{EXIT_WORDS})\W{{0,2}}<N$")
 MAX_CODES = 16  # codes kept per error-code field: one that held more is not judged by its codes
 NEW_CODE_SHARE = 0.01  # a new code is news while the field's codes seen once are at most this share of its
 # lines (Good-Turing: the chance that the next line holds a code never seen)
@@ -278,9 +279,16 @@ def _value_fields(masked: str) -> list[tuple[str, str, int, str] | None]:
             if at and token[at - 1] == "-":
                 at -= 1  # a sign, unless the "-" joins a name
             named = at > 0 and (token[at - 1].isalnum() or token[at - 1] in "_.>")
-            name = (" ".join(tokens[max(position - 3, 0):position]) + " " if at == 0 else token[:at]) + "<N"
-            fields.append(None if named else (f"{position}.{index}", token, index, name))
+            fields.append(None if named else (f"{position}.{index}", token, index, _field_name(tokens, position, at)))
     return fields
+
+
+def _field_name(tokens: list[str], position: int, at: int) -> str:
+    """What names the number at character ``at`` of token ``position``, up to the number: the token's own text
+    before it (``rc=``), or where the number opens its token the (up to three) words before it
+    (``exited with code``); ends in "<N" for ERROR_CODE and EXIT_STATUS to match at its end."""
+    before = tokens[position][:at] if at else " ".join(tokens[max(position - 3, 0):position]) + " "
+    return before + "<N"
 
 
 @dataclass
@@ -700,8 +708,10 @@ class AdaptiveThresholds:
         for (key, token, index, name), value in self._fields_with_values(masked, text):
             seen = template.ranges.get(key)
             codes = seen[3] if seen is not None and len(seen) > 3 else None
-            exit_status = codes is not None and EXIT_STATUS.search(name)
-            if seen is None or seen[0] < (self.config.min_template_lines if exit_status else self.config.range_min_lines):
+            only_zero_exits = codes is not None and set(codes) == {"0"} and EXIT_STATUS.search(name)
+            needed = min(self.config.min_template_lines, self.config.range_min_lines) if only_zero_exits else (
+                self.config.range_min_lines)
+            if seen is None or seen[0] < needed:
                 continue
             lines, least, greatest = seen[0], _least(seen[1]), seen[2]
             if codes and str(value) not in codes and ERROR_CODE.search(name) and (
