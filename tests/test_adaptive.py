@@ -687,8 +687,8 @@ def test_an_error_code_that_was_only_ever_0_alerts_when_it_is_not_and_other_zero
 def test_an_exit_status_named_by_the_words_before_it_alerts_when_it_is_not_0_from_the_templates_first_lines():
     """Slurm writes ``_job_complete: JobId=257 WEXITSTATUS 1``: the status is a token of its own, named by the
     word before it. A process's exit status other than 0 is a failure by convention, so it is judged once the
-    template has ``min_template_lines`` normal lines where it was only ever 0, not ``range_min_lines`` as other
-    codes are; a number that only follows such words further back (``exitcode 0 attempt 3``) is no code."""
+    template has ``min_template_lines`` normal lines, not ``range_min_lines`` as other codes are; a number that
+    only follows such words further back (``exitcode 0 attempt 3``) is no code."""
     config = CONFIG.model_copy(update={"range_min_lines": 100, "cold_start_lines": 0})
     adaptive = AdaptiveThresholds(config)
     for line in ("_job_complete: JobId={} WEXITSTATUS {}", "worker {} exited with code {} (Exit)",
@@ -702,10 +702,11 @@ def test_an_exit_status_named_by_the_words_before_it_alerts_when_it_is_not_0_fro
     for i in range(config.min_template_lines):
         judge_text(adaptive, "exitcode 0 attempt 0")
     assert not judge_text(adaptive, "exitcode 0 attempt 3").anomaly
-    # an exit status that held 0 and 1 is judged by its codes only from range_min_lines
+    # an exit status is judged by its codes early, whichever it held: one never held is news where few were
     for i in range(config.min_template_lines):
         judge_text(adaptive, f"task {i} exited with status {i % 2}")
-    assert not judge_text(adaptive, "task 99 exited with status 2").anomaly
+    assert judge_text(adaptive, "task 99 exited with status 2").how == OUT_OF_RANGE
+    assert not judge_text(adaptive, "task 99 exited with status 1").anomaly
 
 
 def test_a_code_an_error_code_field_never_held_alerts_where_it_held_only_a_few():

@@ -240,9 +240,11 @@ def _keep_least(values: list[int], value: int) -> None:
 EXIT_WORDS = r"exit(?:ed|s)?(?:\s+with)?[ _]?(?:code|status)|w?exitstatus"  # exit code 1, exited with status 1
 ERROR_CODE = re.compile(rf"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit|{EXIT_WORDS}|"
                         r"result[ _]?code)\W{0,2}<N$")
-# a process's exit status: by convention 0 is success and anything else a failure, so a template whose exit
-# statuses were only ever 0 is judged from its first ``min_template_lines`` normal lines (Slurm's
-# ``_job_complete: JobId=257 WEXITSTATUS 1``), not from ``range_min_lines`` as other codes (an LDAP result)
+# a process's exit status: by convention 0 is success and anything else a failure, so its codes are judged
+# from the template's first ``min_template_lines`` normal lines (Slurm's ``_job_complete: JobId=257
+# WEXITSTATUS 1``; a status never held, where few were: ``NEW_CODE_SHARE``), not from ``range_min_lines`` as
+# other codes are (an LDAP result). Measured: judged only where it was only ever 0, Slurm's exits 137 and 143
+# after an earlier failure had been learned went unnoticed (2 events of 23)
 EXIT_STATUS = re.compile(rf"(?i)(?<![A-Za-z])(?:{EXIT_WORDS})\W{{0,2}}<N$")
 MAX_CODES = 16  # codes kept per error-code field: one that held more is not judged by its codes
 NEW_CODE_SHARE = 0.01  # a new code is news while the field's codes seen once are at most this share of its
@@ -708,8 +710,8 @@ class AdaptiveThresholds:
         for (key, token, index, name), value in self._fields_with_values(masked, text):
             seen = template.ranges.get(key)
             codes = seen[3] if seen is not None and len(seen) > 3 else None
-            only_zero_exits = codes is not None and set(codes) == {"0"} and EXIT_STATUS.search(name)
-            needed = min(self.config.min_template_lines, self.config.range_min_lines) if only_zero_exits else (
+            exit_status = codes is not None and EXIT_STATUS.search(name)
+            needed = min(self.config.min_template_lines, self.config.range_min_lines) if exit_status else (
                 self.config.range_min_lines)
             if seen is None or seen[0] < needed:
                 continue
