@@ -709,11 +709,11 @@ class AdaptiveThresholds:
         factor, beyond = self.config.range_factor, []
         for (key, token, index, name), value in self._fields_with_values(masked, text):
             seen = template.ranges.get(key)
-            codes = seen[3] if seen is not None and len(seen) > 3 else None
-            exit_status = codes is not None and EXIT_STATUS.search(name)
-            needed = min(self.config.min_template_lines, self.config.range_min_lines) if exit_status else (
-                self.config.range_min_lines)
-            if seen is None or seen[0] < needed:
+            if seen is None:
+                continue
+            codes = seen[3] if len(seen) > 3 else None
+            if seen[0] < self.config.range_min_lines and not (  # a young field: only an exit status is judged
+                    codes is not None and seen[0] >= self.config.min_template_lines and EXIT_STATUS.search(name)):
                 continue
             lines, least, greatest = seen[0], _least(seen[1]), seen[2]
             if codes and str(value) not in codes and ERROR_CODE.search(name) and (
