@@ -102,7 +102,6 @@ plain JSON (templates as text, re-mined on load: no pickles), so a restart is no
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 from collections import OrderedDict, deque
@@ -115,7 +114,34 @@ from drain3.template_miner_config import TemplateMinerConfig
 
 from ..config import AdaptiveSettings
 from .flows import START, EntityFlows, FlowState, NamedFlows
+from .line_words import (
+    EXIT_ZERO,
+    LOW_LEVELS,
+    NOT_BENIGN,
+    QUOTED,
+    START_STOP,
+    UPPER_SNAKE,
+    ZERO_AFTER,
+    ZERO_BEFORE,
+    ZERO_REACH,
+    blank_traced,
+    is_quiet,
+    spaced_code,
+)
 from .masking import LineMasker
+from .recurrence import Recurrence
+from .value_fields import (
+    ERROR_CODE,
+    EXIT_STATUS,
+    MAX_FIELDS,
+    NEW_CODE_SHARE,
+    RANGE_EXTREMES,
+    count_code,
+    keep_least,
+    range_floor,
+    shown_with_value,
+    value_fields,
+)
 
 logging.getLogger("drain3").setLevel(logging.WARNING)  # it logs each miner's start at INFO
 
@@ -134,55 +160,6 @@ OUT_OF_RANGE = "value out of range"
 OUT_OF_ORDER = "step out of order"
 UNSEEN_PROBLEM = "unseen problem"
 BASELINE = "baseline"  # a line of a known-good log, learned as normal (``LineScorer.judge``)
-# levels that are not a sign of trouble by themselves; any other (WARN, ERROR, FATAL, or a level word a
-# format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
-LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
-QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
-# a message code in upper snake case (Kerberos's ``BAD_ENCRYPTION_TYPE``, Kea's ``DHCP4_PACKET_DROP_0001``):
-# its parts are words (an underscore is a word character to a regex's ``\b``)
-UPPER_SNAKE = re.compile(r"(?<![\w<>])[A-Z0-9<>]*[A-Z][A-Z0-9<>]*(?:_[A-Z0-9<>]+)+(?![\w<>])")
-# words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
-# an orderly stop, and so is one "terminated by SIGTERM": Supervisor logs each stop it was asked for so)
-NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated(?! by SIG(?:TERM|INT|QUIT)\b)|signal(?:l?ed)?(?![ =:]+SIG(?:TERM|INT|HUP|QUIT)\b)|"
-                        r"unexpected(?:ly)?)\b", re.IGNORECASE)
-# a problem word counted zero, as tallies write it: a 0 that opens the line or a clause, or follows "with"
-# (and the like), then at most two words of its noun ("0 Invalid entries.", "0 With invalid flags", "5 passed,
-# 0 failed", "with 0 errors"); or the word, then ": 0" ending a clause ("errors: 0, warnings: 2"). Not an
-# index or a field's value: "retry 0 failed", "worker 0 failed to start", "line: 34 pos: 0 parser failed"
-# (lighttpd's bad configuration: measured)
-ZERO_BEFORE = re.compile(r"(?:^\s*|[,;(]\s*|\b(?:with|and|had|has|have|found)\s+)0 (?:[A-Za-z][\w-]* ){0,2}$",
-                         re.IGNORECASE)
-ZERO_AFTER = re.compile(r":? 0(?=\s*(?:$|[,;)\]}|]|\.(?!\d)))")
-# a process that exited with status 0 ended in success: HAProxy logs each old worker's clean exit after a
-# reload at WARNING ("Former worker (1234) exited with code 0 (Exit)"). Read in the text before masking
-# (masking hides which number was 0); not "code 0x80", "status 01" or "code 1"
-EXIT_ZERO = re.compile(r"\bexit(?:ed|s)?\b[^.;:]{0,24}?\b(?:code|status)\s*[=:]?\s*0(?![\w.])", re.IGNORECASE)
-ZERO_REACH = 80  # characters before a problem word that ZERO_BEFORE reads: a line full of problem words is
-# not read again from its start for each one (a 16 KiB line of "error error ..." took 1.1 s: measured)
-# a line that reports a program starting or stopping (with no problem word or bad outcome): the start of its
-# start-up (``AdaptiveThresholds._startup_repeat``). Not a success ("passed", "completed"): those are routine
-# lines of many sources, and a start-up after each was a window over most of sshd's lines
-START_STOP = re.compile(r"\b(?:starting|started|stopping|stopped|exiting|shut(?:ting)? down|shutdown|"
-                        r"initiali[sz](?:ing|ed))\b", re.IGNORECASE)
-# a quoted string (one cut off by the end of the line too): a payload echoed inside a line
-# (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
-QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
-QUOTED_WORD = re.compile(r"'[\w-]+'|\"[\w-]+\"")  # a field's value (XMPP's type='error'), not traced text
-
-
-def _quiet(level: str | None) -> bool:
-    """Whether a line's level (with its event, ``level_key``) is a program's tracing: TRACE or DEBUG."""
-    return level is not None and level.split(" ", 1)[0] in QUIET_LEVELS
-
-
-def _spaced(code: re.Match) -> str:
-    return code.group(0).replace("_", " ")
-
-
-def _traced(quoted: re.Match) -> str:
-    """A quoted text of a DEBUG line, blanked unless it is one word: a value such as ``type='error'``."""
-    return quoted.group(0) if QUOTED_WORD.fullmatch(quoted.group(0)) else "''"
-
 
 @dataclass
 class Verdict:
@@ -211,176 +188,6 @@ class _Template:
     ranges: dict = field(default_factory=dict)
 
 
-# a number placeholder of a masked line; one right after a letter, digit, "_", "." or ">" is part of a name
-# or a fraction (``web<N1>``, ``<N1>.<N6>``), as is one after a "-" that follows such a character
-NUMBER_FIELD = re.compile(r"<N\d+>")
-MAX_FIELDS = 32  # numeric fields kept per template
-# a field's range starts at its values' 3rd least: two odd values among a template's first lines (a negative
-# size while the template was too young to be judged) do not make later ones normal (measured: the demo's
-# synthetic logs, out-of-range values caught 5 -> 7 of 13, no false alert added). Not at the 3rd greatest:
-# sizes and latencies have long tails (Caddy's: 12 false alerts in a replay of its corpus)
-RANGE_EXTREMES = 3
-
-
-def _least(values: list[int]) -> int:
-    """A field's least value but RANGE_EXTREMES - 1 (of those kept while it has fewer)."""
-    return values[min(RANGE_EXTREMES, len(values)) - 1]
-
-
-def _keep_least(values: list[int], value: int) -> None:
-    values.append(value)
-    values.sort()
-    del values[RANGE_EXTREMES:]
-
-
-# a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``): its values are codes,
-# not quantities. A code the field never held is news, where it only ever held a few (slapd's ``RESULT ...
-# err=49``, invalid credentials, after thousands of ``err=0`` and a few compare results ``err=5`` and
-# ``err=6``: measured, none of its 9 such failures alerted by the range)
-EXIT_WORDS = r"exit(?:ed|s)?(?:\s+with)?[ _]?(?:code|status)|w?exitstatus"  # exit code 1, exited with status 1
-ERROR_CODE = re.compile(rf"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit|{EXIT_WORDS}|"
-                        r"result[ _]?code)\W{0,2}<N$")
-# a process's exit status: by convention 0 is success and anything else a failure, so its codes are judged
-# from the template's first ``min_template_lines`` normal lines (Slurm's ``_job_complete: JobId=257
-# WEXITSTATUS 1``; a status never held, where few were: ``NEW_CODE_SHARE``), not from ``range_min_lines`` as
-# other codes are (an LDAP result). Measured: judged only where it was only ever 0, Slurm's exits 137 and 143
-# after an earlier failure had been learned went unnoticed (2 events of 23)
-EXIT_STATUS = re.compile(rf"(?i)(?<![A-Za-z])(?:{EXIT_WORDS})\W{{0,2}}<N$")
-MAX_CODES = 16  # codes kept per error-code field: one that held more is not judged by its codes
-NEW_CODE_SHARE = 0.01  # a new code is news while the field's codes seen once are at most this share of its
-# lines (Good-Turing: the chance that the next line holds a code never seen)
-
-
-def _count_code(seen: list, value: int, weight: int = 1) -> None:
-    """An error-code field's ``seen`` range holds ``value`` ``weight`` more times; past MAX_CODES codes it is
-    no longer judged by its codes."""
-    codes, code = seen[3], str(value)
-    if codes is None:
-        return
-    codes[code] = codes.get(code, 0) + weight
-    if len(codes) > MAX_CODES:
-        seen[3] = None
-
-
-def _with_value(token: str, index: int, value: int) -> str:
-    """The token with its ``index``-th number placeholder shown as ``value`` (a negative one's sign is in the
-    token already)."""
-    counter = itertools.count()
-    return NUMBER_FIELD.sub(lambda m: f"{abs(value):,}" if next(counter) == index else m.group(0), token)
-
-
-def _value_fields(masked: str) -> list[tuple[str, str, int, str] | None]:
-    """Each number placeholder of ``masked`` in order: (its key "token.index", its token, its index in the
-    token, what names it: the token up to the number, or where the number opens its token the words before it,
-    as in ``exited with code <N3>``), or None where it is not a value of its own (part of a name, a fraction)."""
-    fields: list[tuple[str, str, int, str] | None] = []
-    tokens = masked.split()
-    for position, token in enumerate(tokens):
-        for index, match in enumerate(NUMBER_FIELD.finditer(token)):
-            at = match.start()
-            if at and token[at - 1] == "-":
-                at -= 1  # a sign, unless the "-" joins a name
-            named = at > 0 and (token[at - 1].isalnum() or token[at - 1] in "_.>")
-            fields.append(None if named else (f"{position}.{index}", token, index, _field_name(tokens, position, at)))
-    return fields
-
-
-def _field_name(tokens: list[str], position: int, at: int) -> str:
-    """What names the number at character ``at`` of token ``position``, up to the number: the token's own text
-    before it (``rc=``), or where the number opens its token the (up to three) words before it
-    (``exited with code``); ends in "<N" for ERROR_CODE and EXIT_STATUS to match at its end."""
-    before = tokens[position][:at] if at else " ".join(tokens[max(position - 3, 0):position]) + " "
-    return before + "<N"
-
-
-@dataclass
-class Recurrence:
-    """How a problem pattern (or a rare level) keeps coming back without being learned as normal: its
-    lines and its latest episodes, each a burst of its lines within ``routine_gap`` source lines of one
-    another. Episodes, not lines or fixed stretches: a broker outage writes one error thirty times
-    at once, and the next outage is news again (counting stretches of 20 lines, three outages made
-    the fourth silent: measured, the worker's ``OffsetCommit failed`` bursts)."""
-
-    lines: int = 0
-    episodes: deque = field(default_factory=deque)  # [first line, last line (source line counts), its lines]
-    comebacks: int = 0  # episodes in all
-    chronic: bool = False  # one of its episodes went on for ``routine_window`` lines: routine for good
-    steady: bool = False  # routine since it last turned so, until it is quiet for ``routine_window`` lines
-    after: int | None = None  # the step (template) its latest episodes came right after in their stream
-    after_runs: int = 0  # its latest episodes in a row that came right after ``after``
-
-    def add(self, at: int, config: AdaptiveSettings, after: int | None = None) -> None:
-        """One more of its lines, at the source's line count ``at``, right after the step ``after`` of its
-        stream (None: unknown)."""
-        self.lines += 1
-        if self.episodes and at - self.episodes[-1][1] <= config.routine_gap:
-            self.episodes[-1][1] = at
-            self.episodes[-1][2] += 1
-            self.chronic = self.chronic or at - self.episodes[-1][0] >= config.routine_window
-            return
-        self.comebacks += 1
-        self.episodes.append([at, at, 1])
-        same = after is not None and after == self.after
-        self.after, self.after_runs = after, self.after_runs + 1 if same else 1
-        while len(self.episodes) > max(config.routine_episodes, 1):
-            self.episodes.popleft()
-
-    def routine(self, now: int, config: AdaptiveSettings, quiet: bool = False) -> bool:
-        """Whether it keeps coming back: in enough episodes lately, in one that does not end, or in all.
-        Once routine, it stays so until it has been quiet for ``routine_window`` lines: a pattern that
-        comes back a little less often than it turned routine is still the source's routine (measured:
-        vsftpd's 550 for a missing file every ~250 lines flipped between routine and news)."""
-        for_good = (config.quiet_routine_episodes if quiet else 0) or config.problem_routine_episodes
-        if self.chronic or (for_good and self.comebacks >= for_good):
-            return True
-        if not config.routine_episodes or not self.episodes:
-            return False
-        oldest = now - config.routine_window
-        if self.steady and self.episodes[-1][1] > oldest:
-            return True
-        first, last, _ = self.episodes[-1]
-        self.steady = ((len(self.episodes) >= config.routine_episodes and self.episodes[0][1] > oldest)
-                       or (last > oldest and last - first >= config.routine_episodes * config.routine_gap))
-        return self.steady
-
-    def in_sequence(self, after: int | None, config: AdaptiveSettings) -> bool:
-        """Whether it comes as a step of a sequence: each of its latest ``sequence_episodes`` episodes came
-        right after the same step of its stream, and so does this line."""
-        return bool(config.sequence_episodes and after is not None and after == self.after
-                    and self.after_runs >= config.sequence_episodes)
-
-    def burst_told(self, now: int, config: AdaptiveSettings) -> int | None:
-        """Lines its ongoing episode has had once they are ``episode_alerts`` or more (the news is told:
-        the rest of the burst is the same news), else None."""
-        if not config.episode_alerts or not self.episodes:
-            return None
-        _, last, lines = self.episodes[-1]
-        return lines if now - last <= config.routine_gap and lines >= config.episode_alerts else None
-
-    def as_json(self, templates: dict[int, str] | None = None) -> dict:
-        """As JSON-able data; with ``templates`` (step -> template text), the step it came after too."""
-        data = {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks,
-                "chronic": self.chronic, "steady": self.steady}
-        if templates is not None and self.after in templates:
-            data["after"], data["after_runs"] = templates[self.after], self.after_runs
-        return data
-
-    @classmethod
-    def from_json(cls, data, gap: int = 20, step_of=None) -> "Recurrence":
-        """``as_json``'s output (``step_of``: template text -> step, to read the step it came after)."""
-        if isinstance(data, int):  # state version 1 kept only a count
-            return cls(lines=data, comebacks=data)
-        if "episodes" in data:  # [first, last, lines]; saved before lines were counted: [first, last]
-            episodes = deque([int(e[0]), int(e[1]), int(e[2]) if len(e) > 2 else 1] for e in data["episodes"])
-            recurrence = cls(int(data["lines"]), episodes, int(data["comebacks"]), bool(data.get("chronic", False)),
-                             bool(data.get("steady", False)))
-            if step_of is not None and data.get("after") is not None:  # kept since steps were followed
-                recurrence.after, recurrence.after_runs = step_of(data["after"]), int(data["after_runs"])
-            return recurrence
-        # versions 2 and 3 before episodes kept stretches of ``gap`` lines: one episode each
-        stretches = data.get("stretches", [])
-        return cls(int(data["lines"]), deque([[s * gap, s * gap, 1] for s in stretches]),
-                   int(data.get("comebacks", len(stretches))))
 
 
 @dataclass
@@ -625,9 +432,9 @@ class AdaptiveThresholds:
             for part in level.split(" ", 1):
                 head = head.replace(part, "", 1)
             masked = head + colon + rest
-        if _quiet(level):
-            masked = QUOTED.sub(_traced, masked)
-        masked = UPPER_SNAKE.sub(_spaced, masked)
+        if is_quiet(level):
+            masked = QUOTED.sub(blank_traced, masked)
+        masked = UPPER_SNAKE.sub(spaced_code, masked)
         words = list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
         if words and text is not None:
             zero = {m.group(0).lower() for m in self._problem_words.finditer(text)
@@ -686,7 +493,7 @@ class AdaptiveThresholds:
             return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
-        return why, self._held_back(state, state.problem_alerts.get(key), after, quiet=_quiet(level))
+        return why, self._held_back(state, state.problem_alerts.get(key), after, quiet=is_quiet(level))
 
     def _fields_with_values(self, masked: str, text: str | None) -> list[tuple[tuple[str, str, int, str], int]]:
         """The line's numeric fields that are values of their own, each with its value (from ``text``)."""
@@ -694,7 +501,7 @@ class AdaptiveThresholds:
             return []
         if self._last_numbers[0] is not text:  # judged, then learned: read once
             self._last_numbers = (text, self._numbers(text))
-        fields, values = _value_fields(masked), self._last_numbers[1]
+        fields, values = value_fields(masked), self._last_numbers[1]
         if len(fields) != len(values):  # masked by other rules than this masker's: not judged
             return []
         return [(f, v) for f, v in zip(fields, values) if f is not None][:MAX_FIELDS]
@@ -715,10 +522,10 @@ class AdaptiveThresholds:
             if seen[0] < self.config.range_min_lines and not (  # a young field: only an exit status is judged
                     codes is not None and seen[0] >= self.config.min_template_lines and EXIT_STATUS.search(name)):
                 continue
-            lines, least, greatest = seen[0], _least(seen[1]), seen[2]
+            lines, least, greatest = seen[0], range_floor(seen[1]), seen[2]
             if codes and str(value) not in codes and ERROR_CODE.search(name) and (
                     sum(1 for count in codes.values() if count == 1) <= NEW_CODE_SHARE * lines):
-                shown = _with_value(token, index, value)
+                shown = shown_with_value(token, index, value)
                 held = ", ".join(f"{int(code):,}" for code in sorted(codes, key=int))
                 beyond.append((f"{key}={value}", f"{shown!r}: a code this field never held in the template's "
                                f"{lines:,} normal lines (only {held})"))
@@ -731,7 +538,7 @@ class AdaptiveThresholds:
             if (value < 0 <= least and value <= -10) or (greatest >= 1 and value > factor * greatest) or (
                     least == greatest == 0 and value != 0 and ERROR_CODE.search(name)) or (
                     least >= 100 and least < greatest <= factor * least and value * factor < least):
-                shown = _with_value(token, index, value)
+                shown = shown_with_value(token, index, value)
                 why = f"{shown!r}: this field held {least:,} to {greatest:,} in the template's {lines:,} normal lines"
                 beyond.append((key, why))
         return beyond
@@ -747,10 +554,10 @@ class AdaptiveThresholds:
                 seen = template.ranges[key] = [0, [], value] + ([{}] if ERROR_CODE.search(name) else [])
             for _ in range(weight):
                 seen[0] += 1
-                _keep_least(seen[1], value)
+                keep_least(seen[1], value)
             seen[2] = max(seen[2], value)
             if len(seen) > 3 and seen[3] is not None:
-                _count_code(seen, value, weight)
+                count_code(seen, value, weight)
 
     def _held_back(self, state: _Source, recurrence: Recurrence | None, after: int | None = None,
                    quiet: bool = False) -> str | None:
@@ -1173,13 +980,13 @@ class AdaptiveThresholds:
                     seen = template.ranges.setdefault(key, [0, [], greatest] + ([{}] if codes else []))
                     seen[0] += int(lines)
                     for value in least if isinstance(least, list) else [least]:  # saved before: its least alone
-                        _keep_least(seen[1], value)
+                        keep_least(seen[1], value)
                     seen[2] = max(seen[2], greatest)
                     if codes and len(seen) > 3 and seen[3] is not None:  # an error code's (saved since it was one)
                         if codes[0] is None:
                             seen[3] = None
                         for code, count in (codes[0] or {}).items():
-                            _count_code(seen, int(code), int(count))
+                            count_code(seen, int(code), int(count))
             for template, key, recurrence in saved.get("range_alerts", []):
                 cluster_id = state.miner.add_log_message(template)["cluster_id"]
                 state.range_alerts[(cluster_id, key)] = Recurrence.from_json(recurrence, self.config.routine_gap)

@@ -1,0 +1,57 @@
+"""The words of a log line that the adaptive thresholds read: levels, a bad outcome, a tally of nothing, an
+orderly start or stop, quoted data. Regexes and small helpers only; the rules that use them are in
+``logstream.scoring.adaptive``, the configurable problem and benign words in ``logstream.config``.
+"""
+
+from __future__ import annotations
+
+import re
+
+# levels that are not a sign of trouble by themselves; any other (WARN, ERROR, FATAL, or a level word a
+# format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
+LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
+QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
+# a message code in upper snake case (Kerberos's ``BAD_ENCRYPTION_TYPE``, Kea's ``DHCP4_PACKET_DROP_0001``):
+# its parts are words (an underscore is a word character to a regex's ``\b``)
+UPPER_SNAKE = re.compile(r"(?<![\w<>])[A-Z0-9<>]*[A-Z][A-Z0-9<>]*(?:_[A-Z0-9<>]+)+(?![\w<>])")
+# words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
+# an orderly stop, and so is one "terminated by SIGTERM": Supervisor logs each stop it was asked for so)
+NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated(?! by SIG(?:TERM|INT|QUIT)\b)|signal(?:l?ed)?(?![ =:]+SIG(?:TERM|INT|HUP|QUIT)\b)|"
+                        r"unexpected(?:ly)?)\b", re.IGNORECASE)
+# a problem word counted zero, as tallies write it: a 0 that opens the line or a clause, or follows "with"
+# (and the like), then at most two words of its noun ("0 Invalid entries.", "0 With invalid flags", "5 passed,
+# 0 failed", "with 0 errors"); or the word, then ": 0" ending a clause ("errors: 0, warnings: 2"). Not an
+# index or a field's value: "retry 0 failed", "worker 0 failed to start", "line: 34 pos: 0 parser failed"
+# (lighttpd's bad configuration: measured)
+ZERO_BEFORE = re.compile(r"(?:^\s*|[,;(]\s*|\b(?:with|and|had|has|have|found)\s+)0 (?:[A-Za-z][\w-]* ){0,2}$",
+                         re.IGNORECASE)
+ZERO_AFTER = re.compile(r":? 0(?=\s*(?:$|[,;)\]}|]|\.(?!\d)))")
+# a process that exited with status 0 ended in success: HAProxy logs each old worker's clean exit after a
+# reload at WARNING ("Former worker (1234) exited with code 0 (Exit)"). Read in the text before masking
+# (masking hides which number was 0); not "code 0x80", "status 01" or "code 1"
+EXIT_ZERO = re.compile(r"\bexit(?:ed|s)?\b[^.;:]{0,24}?\b(?:code|status)\s*[=:]?\s*0(?![\w.])", re.IGNORECASE)
+ZERO_REACH = 80  # characters before a problem word that ZERO_BEFORE reads: a line full of problem words is
+# not read again from its start for each one (a 16 KiB line of "error error ..." took 1.1 s: measured)
+# a line that reports a program starting or stopping (with no problem word or bad outcome): the start of its
+# start-up (``AdaptiveThresholds._startup_repeat``). Not a success ("passed", "completed"): those are routine
+# lines of many sources, and a start-up after each was a window over most of sshd's lines
+START_STOP = re.compile(r"\b(?:starting|started|stopping|stopped|exiting|shut(?:ting)? down|shutdown|"
+                        r"initiali[sz](?:ing|ed))\b", re.IGNORECASE)
+# a quoted string (one cut off by the end of the line too): a payload echoed inside a line
+# (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
+QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
+QUOTED_WORD = re.compile(r"'[\w-]+'|\"[\w-]+\"")  # a field's value (XMPP's type='error'), not traced text
+
+
+def is_quiet(level: str | None) -> bool:
+    """Whether a line's level (with its event, ``level_key``) is a program's tracing: TRACE or DEBUG."""
+    return level is not None and level.split(" ", 1)[0] in QUIET_LEVELS
+
+
+def spaced_code(code: re.Match) -> str:
+    return code.group(0).replace("_", " ")
+
+
+def blank_traced(quoted: re.Match) -> str:
+    """A quoted text of a DEBUG line, blanked unless it is one word: a value such as ``type='error'``."""
+    return quoted.group(0) if QUOTED_WORD.fullmatch(quoted.group(0)) else "''"

@@ -1,0 +1,100 @@
+"""How a problem pattern (or a rare level) keeps coming back: its episodes, and when it has turned routine
+for its source. Used by the adaptive thresholds' problem rules (``logstream.scoring.adaptive``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from ..config import AdaptiveSettings
+
+
+@dataclass
+class Recurrence:
+    """How a problem pattern (or a rare level) keeps coming back without being learned as normal: its
+    lines and its latest episodes, each a burst of its lines within ``routine_gap`` source lines of one
+    another. Episodes, not lines or fixed stretches: a broker outage writes one error thirty times
+    at once, and the next outage is news again (counting stretches of 20 lines, three outages made
+    the fourth silent: measured, the worker's ``OffsetCommit failed`` bursts)."""
+
+    lines: int = 0
+    episodes: deque = field(default_factory=deque)  # [first line, last line (source line counts), its lines]
+    comebacks: int = 0  # episodes in all
+    chronic: bool = False  # one of its episodes went on for ``routine_window`` lines: routine for good
+    steady: bool = False  # routine since it last turned so, until it is quiet for ``routine_window`` lines
+    after: int | None = None  # the step (template) its latest episodes came right after in their stream
+    after_runs: int = 0  # its latest episodes in a row that came right after ``after``
+
+    def add(self, at: int, config: AdaptiveSettings, after: int | None = None) -> None:
+        """One more of its lines, at the source's line count ``at``, right after the step ``after`` of its
+        stream (None: unknown)."""
+        self.lines += 1
+        if self.episodes and at - self.episodes[-1][1] <= config.routine_gap:
+            self.episodes[-1][1] = at
+            self.episodes[-1][2] += 1
+            self.chronic = self.chronic or at - self.episodes[-1][0] >= config.routine_window
+            return
+        self.comebacks += 1
+        self.episodes.append([at, at, 1])
+        same = after is not None and after == self.after
+        self.after, self.after_runs = after, self.after_runs + 1 if same else 1
+        while len(self.episodes) > max(config.routine_episodes, 1):
+            self.episodes.popleft()
+
+    def routine(self, now: int, config: AdaptiveSettings, quiet: bool = False) -> bool:
+        """Whether it keeps coming back: in enough episodes lately, in one that does not end, or in all.
+        Once routine, it stays so until it has been quiet for ``routine_window`` lines: a pattern that
+        comes back a little less often than it turned routine is still the source's routine (measured:
+        vsftpd's 550 for a missing file every ~250 lines flipped between routine and news)."""
+        for_good = (config.quiet_routine_episodes if quiet else 0) or config.problem_routine_episodes
+        if self.chronic or (for_good and self.comebacks >= for_good):
+            return True
+        if not config.routine_episodes or not self.episodes:
+            return False
+        oldest = now - config.routine_window
+        if self.steady and self.episodes[-1][1] > oldest:
+            return True
+        first, last, _ = self.episodes[-1]
+        self.steady = ((len(self.episodes) >= config.routine_episodes and self.episodes[0][1] > oldest)
+                       or (last > oldest and last - first >= config.routine_episodes * config.routine_gap))
+        return self.steady
+
+    def in_sequence(self, after: int | None, config: AdaptiveSettings) -> bool:
+        """Whether it comes as a step of a sequence: each of its latest ``sequence_episodes`` episodes came
+        right after the same step of its stream, and so does this line."""
+        return bool(config.sequence_episodes and after is not None and after == self.after
+                    and self.after_runs >= config.sequence_episodes)
+
+    def burst_told(self, now: int, config: AdaptiveSettings) -> int | None:
+        """Lines its ongoing episode has had once they are ``episode_alerts`` or more (the news is told:
+        the rest of the burst is the same news), else None."""
+        if not config.episode_alerts or not self.episodes:
+            return None
+        _, last, lines = self.episodes[-1]
+        return lines if now - last <= config.routine_gap and lines >= config.episode_alerts else None
+
+    def as_json(self, templates: dict[int, str] | None = None) -> dict:
+        """As JSON-able data; with ``templates`` (step -> template text), the step it came after too."""
+        data = {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks,
+                "chronic": self.chronic, "steady": self.steady}
+        if templates is not None and self.after in templates:
+            data["after"], data["after_runs"] = templates[self.after], self.after_runs
+        return data
+
+    @classmethod
+    def from_json(cls, data, gap: int = 20, step_of=None) -> Recurrence:
+        """``as_json``'s output (``step_of``: template text -> step, to read the step it came after)."""
+        if isinstance(data, int):  # state version 1 kept only a count
+            return cls(lines=data, comebacks=data)
+        if "episodes" in data:  # [first, last, lines]; saved before lines were counted: [first, last]
+            episodes = deque([int(e[0]), int(e[1]), int(e[2]) if len(e) > 2 else 1] for e in data["episodes"])
+            recurrence = cls(int(data["lines"]), episodes, int(data["comebacks"]), bool(data.get("chronic", False)),
+                             bool(data.get("steady", False)))
+            if step_of is not None and data.get("after") is not None:  # kept since steps were followed
+                recurrence.after, recurrence.after_runs = step_of(data["after"]), int(data["after_runs"])
+            return recurrence
+        # versions 2 and 3 before episodes kept stretches of ``gap`` lines: one episode each
+        stretches = data.get("stretches", [])
+        return cls(int(data["lines"]), deque([[s * gap, s * gap, 1] for s in stretches]),
+                   int(data.get("comebacks", len(stretches))))
