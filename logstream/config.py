@@ -105,7 +105,7 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  r"problems?|conflict(?:s|ing)?|abort(?:ed|ing)?|"
                  r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|"
                  r"invalid|illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
-                 r"cannot|can't|unable|timed out|timeout(?!\s+(?:<N\d+>|\d))|unreachable|too (?:large|long|many|big)|out of memory|"
+                 r"cannot|can't|unable|timed out|timeout(?!\s+(?:<N\d+>|\d)|:\s*(?:<N\d+>|\d+)\s*$)|unreachable|too (?:large|long|many|big)|out of memory|"
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe|"
                  # what the fifth corpus's first run missed: postfix's rejects and deferrals, sshd's and
                  # dnsmasq's bad options, dnsmasq's unsupported requests and rebind attacks

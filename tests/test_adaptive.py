@@ -489,6 +489,14 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        ("DHCP<N1>_PACKET_DROP_<N4> [hwtype=<N1> <HEX>], tid=<HEX>, from interface lo: missing", "drop")):
         assert word in adaptive._problem_words_in(line), line
     assert adaptive._problem_words_in("Channel SIP/alice-<N8> hung up") == []  # a call ended
+    # a process ended by a fatal signal, read by its number in the text; a stop asked for (SIGTERM) is none
+    killed = "Worker with pid <N5> was terminated due to signal <N1>"
+    assert adaptive._problem_words_in(killed, text="Worker with pid 4242 was terminated due to signal 9") == ["signal 9"]
+    assert adaptive._problem_words_in(killed, text="Worker with pid 4242 was terminated due to signal 15") == []
+    # a timeout that names its setting at the end of the line (Gunicorn's configuration at start-up) is none;
+    # one that happened, with its unit, is
+    assert adaptive._problem_words_in("timeout: <N2>") == []
+    assert adaptive._problem_words_in("Shutting down connection <N1> (Ping timeout: <N1> seconds)") == ["timeout"]
     # a limit described, not exceeded (ClamAV's start-up settings)
     assert adaptive._problem_words_in("Heuristic alerting enabled for scans that exceed set maximums.") == []
     # but not a lower-case name's: a setting, a file

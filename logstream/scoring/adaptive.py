@@ -116,6 +116,7 @@ from ..config import AdaptiveSettings
 from .flows import START, EntityFlows, FlowState, NamedFlows
 from .line_words import (
     EXIT_ZERO,
+    FATAL_SIGNAL,
     LOW_LEVELS,
     NOT_BENIGN,
     QUOTED,
@@ -441,6 +442,8 @@ class AdaptiveThresholds:
                     if ZERO_BEFORE.search(text, max(0, m.start() - ZERO_REACH), m.start())
                     or ZERO_AFTER.match(text, m.end())}
             words = [word for word in words if word not in zero]
+        if text is not None and "ignal" in text:  # a process killed by a fatal signal: its number is masked
+            words += [f"signal {m.group(1)}" for m in FATAL_SIGNAL.finditer(text)][:1]
         return words
 
     def _benign(self, masked: str, level: str | None, words: list[str], text: str | None = None) -> str | None:
