@@ -30,17 +30,19 @@ with warnings.catch_warnings():
     from kafka import KafkaProducer
     from kafka.admin import KafkaAdminClient, NewTopic
 
-from logstream.service.broker import EmbeddedBroker  # noqa: E402
-from reliability import cpu_seconds  # noqa: E402 - next to this script
+from reliability import cpu_seconds
+
+from logstream.service.broker import EmbeddedBroker
 
 
-def follow(bootstrap: str, topic: str, stop: threading.Event) -> None:
-    """One consumer group reading the topic as the worker does, until ``stop``."""
+def follow(bootstrap: str, topic: str, stop: threading.Event, fetch_wait_ms: int = 20) -> None:
+    """One consumer group reading the topic as the worker does (its fetch wait: ``worker.fetch_wait_ms``),
+    until ``stop``."""
     from aiokafka import AIOKafkaConsumer
 
     async def main() -> None:
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id="follower", fetch_max_wait_ms=20,
-                                    auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id="follower",
+                                    fetch_max_wait_ms=fetch_wait_ms, auto_offset_reset="earliest")
         await consumer.start()
         try:
             while not stop.is_set():
@@ -51,17 +53,21 @@ def follow(bootstrap: str, topic: str, stop: threading.Event) -> None:
     asyncio.run(main())
 
 
-def run(linger_ms: int, rate: float, seconds: float, window: float) -> list[tuple[float, int, float]]:
-    """(time, records held, broker cores over the window) per window."""
+def run(linger_ms: int, rate: float, seconds: float, window: float, fetch_wait_ms: int = 20,
+        follow_topic: str | None = "lines") -> list[tuple[float, int, float]]:
+    """(time, records held, broker cores over the window) per window. The consumer follows ``follow_topic``
+    (another one than "lines" is created empty; None: no consumer)."""
     rows = []
     with EmbeddedBroker() as broker:
         bootstrap = broker.bootstrap_servers
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-        admin.create_topics([NewTopic("lines", 8, 1)])
+        admin.create_topics([NewTopic("lines", 8, 1)] + ([NewTopic(follow_topic, 1, 1)]
+                                                         if follow_topic not in (None, "lines") else []))
         admin.close()
         stop = threading.Event()
-        follower = threading.Thread(target=follow, args=(bootstrap, "lines", stop), daemon=True)
-        follower.start()
+        follower = threading.Thread(target=follow, args=(bootstrap, follow_topic, stop, fetch_wait_ms), daemon=True)
+        if follow_topic is not None:
+            follower.start()
         producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=linger_ms)
         value = b'{"line": "' + b"x" * 100 + b'"}'
         started = last = time.monotonic()
@@ -76,12 +82,13 @@ def run(linger_ms: int, rate: float, seconds: float, window: float) -> list[tupl
             if time.monotonic() - last >= window:
                 now, cpu = time.monotonic(), cpu_seconds(broker.process.pid)
                 rows.append((now - started, sent, (cpu - cpu_last) / (now - last)))
-                print(f"linger {linger_ms} ms: {rows[-1][0]:4.0f} s, {sent:,} records held, broker "
-                      f"{rows[-1][2]:.2f} cores", flush=True)
+                print(f"linger {linger_ms} ms, consumer of {follow_topic or 'none'} (fetch wait {fetch_wait_ms} ms): "
+                      f"{rows[-1][0]:4.0f} s, {sent:,} records held, broker {rows[-1][2]:.2f} cores", flush=True)
                 last, cpu_last = now, cpu
         producer.close()
         stop.set()
-        follower.join(30)
+        if follower.is_alive():
+            follower.join(30)
     return rows
 
 

@@ -3,10 +3,11 @@
     python benchmarks/broker_probes.py growth --fetch-wait-ms 20 [--linger-ms 5] [--topic lines|other]
     python benchmarks/broker_probes.py end-offsets
 
-``growth``: 250 records/s to an 8-partition topic for two 30 s windows with one aiokafka consumer following (``--topic
-other``: an idle consumer of another, empty topic; ``--no-follow``: none); prints the broker's cores every
-30 s. What grows is the cost of the consumer's fetches of partitions that hold many batches: the
-producer alone stays flat, and the broker answers a fetch after its wait (a longer wait: fewer fetches).
+``growth``: 250 records/s to an 8-partition topic for two 30 s windows with one aiokafka consumer
+following it (``--topic other``: an idle consumer of another, empty topic; ``--no-follow``: none); prints
+the broker's cores in each window (``broker_growth.run``). What grows is the cost of the consumer's
+fetches of partitions that hold many batches: the producer alone stays flat, and the broker answers a
+fetch after its wait (a longer wait: fewer fetches).
 
 ``end-offsets``: 2,000 records produced (acks=all) to one partition, all read back; then the end offset as
 ListOffsets answers it (``KafkaConsumer.end_offsets``) beside the high watermark of the fetch responses.
@@ -15,10 +16,7 @@ ListOffsets answers it (``KafkaConsumer.end_offsets``) beside the high watermark
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
-import threading
-import time
 import warnings
 from pathlib import Path
 
@@ -30,62 +28,16 @@ with warnings.catch_warnings():
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
-from reliability import cpu_seconds
+from broker_growth import run
 
 from logstream.service.broker import EmbeddedBroker
 
 
-def follow(bootstrap: str, topic: str, fetch_wait_ms: int, stop: threading.Event) -> None:
-    from aiokafka import AIOKafkaConsumer
-
-    async def main() -> None:
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id="follower",
-                                    fetch_max_wait_ms=fetch_wait_ms, auto_offset_reset="earliest")
-        await consumer.start()
-        try:
-            while not stop.is_set():
-                await consumer.getmany(timeout_ms=100)
-        finally:
-            await consumer.stop()
-
-    asyncio.run(main())
-
-
 def growth(args) -> None:
-    rate, window = 250.0, 30.0
-    seconds = 2 * window + 1  # two windows
-    with EmbeddedBroker() as broker:
-        bootstrap = broker.bootstrap_servers
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-        admin.create_topics([NewTopic("lines", 8, 1), NewTopic("other", 1, 1)])
-        admin.close()
-        stop = threading.Event()
-        follower = None
-        if args.follow:
-            follower = threading.Thread(target=follow, args=(bootstrap, args.topic, args.fetch_wait_ms, stop),
-                                        daemon=True)
-            follower.start()
-        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=args.linger_ms)
-        value = b'{"line": "' + b"x" * 100 + b'"}'
-        started = last = time.monotonic()
-        cpu_last, sent = cpu_seconds(broker.process.pid), 0
-        while time.monotonic() - started < seconds:
-            delay = started + sent / rate - time.monotonic()
-            if delay > 0:
-                time.sleep(min(delay, 0.05))
-                continue
-            producer.send("lines", key=str(sent % 50).encode(), value=value)
-            sent += 1
-            if time.monotonic() - last >= window:
-                now, cpu = time.monotonic(), cpu_seconds(broker.process.pid)
-                print(f"follow {args.topic if args.follow else 'none'}, fetch wait {args.fetch_wait_ms} ms, linger "
-                      f"{args.linger_ms} ms: {now - started:.0f} s, {sent:,} records held, broker "
-                      f"{(cpu - cpu_last) / (now - last):.2f} cores", flush=True)
-                last, cpu_last = now, cpu
-        producer.close()
-        stop.set()
-        if follower is not None:
-            follower.join(30)
+    """The bundled broker's cores per 30 s window, as ``broker_growth.py`` measures them, for one consumer
+    setting (none, one of another topic, or a fetch wait)."""
+    run(args.linger_ms, rate=250.0, seconds=61.0, window=30.0, fetch_wait_ms=args.fetch_wait_ms,
+        follow_topic=args.topic if args.follow else None)
 
 
 def end_offsets() -> None:

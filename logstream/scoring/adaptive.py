@@ -442,8 +442,9 @@ class AdaptiveThresholds:
                     if ZERO_BEFORE.search(text, max(0, m.start() - ZERO_REACH), m.start())
                     or ZERO_AFTER.match(text, m.end())}
             words = [word for word in words if word not in zero]
-        if text is not None and "ignal" in text:  # a process killed by a fatal signal: its number is masked
-            words += [f"signal {m.group(1)}" for m in FATAL_SIGNAL.finditer(text)][:1]
+        killed = FATAL_SIGNAL.search(text) if text is not None else None  # its number is masked in ``masked``
+        if killed:
+            words.append(f"signal {killed.group(1)}")
         return words
 
     def _benign(self, masked: str, level: str | None, words: list[str], text: str | None = None) -> str | None:
