@@ -457,14 +457,24 @@ class Adaptation:
             await asyncio.gather(self.swapping, return_exceptions=True)
 
 
-async def update_consumer_lag(app: faust.App, input_topic: str) -> int | None:
-    """Sum over this worker's input partitions of the broker's end offset - committed offset (or position).
+def partition_end(listed: int | None, fetched: int | None) -> int | None:
+    """A partition's end offset from the broker's two answers: its ListOffsets answer (``listed``) and the
+    high watermark of the consumer's latest fetch of it (``fetched``). Neither is above the real end, and
+    each can be below it: the fetch's is stale while the consumer is not fetching (measured: the gauge
+    read 0-39 while the worker was stuck behind 16,584 lines), and the bundled broker answers ListOffsets
+    with its last record batch's first offset (1,459 for 2,000 records: ``benchmarks/broker_probes.py
+    end-offsets``). The larger is exact whenever either is."""
+    known = [offset for offset in (listed, fetched) if offset is not None and offset >= 0]
+    return max(known) if known else None
 
-    The end offsets are asked of the broker each time (``highwaters``: a ListOffsets request), not read
-    from the last fetch response, which is stale while the consumer is not fetching (measured: the
-    gauge read 0-39 while the worker was stuck behind 16,584 lines). Faust keeps committed offsets in
-    a private mapping (``Consumer._committed_offset``); where it is missing the fetch position is used,
-    which leaves out messages fetched but not yet scored.
+
+async def update_consumer_lag(app: faust.App, input_topic: str) -> int | None:
+    """Sum over this worker's input partitions of the end offset - committed offset (or position).
+
+    The end offsets are asked of the broker each time (``highwaters``: a ListOffsets request) and taken
+    together with the latest fetch's high watermark (``partition_end``). Faust keeps committed offsets
+    in a private mapping (``Consumer._committed_offset``); where it is missing the fetch position is
+    used, which leaves out messages fetched but not yet scored.
     """
     consumer = app.consumer
     committed = getattr(consumer, "_committed_offset", {})
@@ -472,13 +482,17 @@ async def update_consumer_lag(app: faust.App, input_topic: str) -> int | None:
     ends = await consumer.highwaters(*partitions) if partitions else {}
     lag = 0
     for tp in partitions:
-        highwater = ends.get(tp)
-        if highwater is None:
+        try:
+            fetched = consumer.highwater(tp)
+        except AssertionError:  # aiokafka's: no longer assigned (a rebalance meanwhile)
+            continue
+        end = partition_end(ends.get(tp), fetched)
+        if end is None:
             continue
         done = committed.get(tp)
         if done is None:
             done = await consumer.position(tp)
-        lag += max(0, highwater - (done or 0))
+        lag += max(0, end - (done or 0))
     CONSUMER_LAG.set(lag)
     return lag
 
