@@ -7,19 +7,29 @@ line's score, the model's own threshold and the line's reading). The lines are j
 own replay does (its report says that replay reproduces every decision of the run).
 
     python benchmarks/onboarding_replay.py DUMP [DUMP ...] [--changes N] [--reread]
+        [--feedback-after LINES --report FILE]
 
 ``--reread``: each line is read again by the reader as the code now reads it (its format, level and masked
 text), and its adaptive source is the one the service would give it now (``LineScorer.source_of``: a
 stream's format), for a change to the reader, or a dump recorded before one. Prints, per source from the
 2,000th line on, false alerts per 1,000 normal lines and recall, as the dump recorded them and as judged
 now, and up to N decisions that changed.
+
+``--feedback-after LINES``: judged a second time with an operator who marks each false alert normal that
+many lines of the run after it was raised (through ``LineScorer.mark_read_normal``, what ``logstream
+feedback ALERT_ID normal`` does to the thresholds), for every corpus at once; ``--report FILE`` writes the
+table (``benchmarks/results/onboarding_feedback.md``). ``onboarding.py``'s own operator table marks each
+one as soon as its batch is scored, on its one run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
+from collections import Counter, deque
 from dataclasses import asdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,6 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cache_bench_setup import cpu_name
 from onboarding import GOAL_FROM_LINE, Line, tally
 
 from logstream.canonical import Canonicalizer
@@ -49,9 +60,13 @@ def reread(records: list[dict]) -> Canonicalizer:
     return canonicalizer
 
 
-def replay(records: list[dict], reader: Canonicalizer | None = None) -> list[bool]:
+def replay(records: list[dict], reader: Canonicalizer | None = None, feedback_after: int | None = None,
+           clicks: Counter | None = None) -> list[bool]:
     """Each line's decision, judged again from a fresh start; with the ``reader`` that read the records again
-    (``reread``), each line's adaptive source as the service would now give it."""
+    (``reread``), each line's adaptive source as the service would now give it. ``feedback_after``: an
+    operator marks each false alert normal (``LineScorer.mark_read_normal``, what ``logstream feedback``
+    does to the thresholds) once that many more lines have come, counted per source in ``clicks`` (and
+    those from the goal's line on under (source, "late"))."""
     settings = Settings()
     if reader is not None:
         judge = SimpleNamespace(adaptive=settings.scoring.adaptive_thresholds(), canonicalizer=reader)
@@ -62,14 +77,61 @@ def replay(records: list[dict], reader: Canonicalizer | None = None) -> list[boo
         judge = SimpleNamespace(adaptive=settings.scoring.adaptive_thresholds(),
                                 source_of=lambda stream, canonical: sources[(stream, canonical.format if canonical else None)])
     empty = torch.empty(0)
-    alerts = []
+    alerts: list[bool] = []
+    marks: deque = deque()  # (the line from which on it is marked, the record)
     for at in range(0, len(records), BATCH):
+        while marks and marks[0][0] <= at:
+            record = marks.popleft()[1]
+            LineScorer.mark_read_normal(judge, record["source"], CanonicalLine(**record["canonical"]),
+                                        record["masked"], record["score"])
+        batch = records[at:at + BATCH]
         lines = [LineScore(r["source"], r["masked"], [], empty, empty, 0, r["score"], r["calibrated"], True,
-                           canonical=CanonicalLine(**r["canonical"]) if r["canonical"] else None)
-                 for r in records[at:at + BATCH]]
+                           canonical=CanonicalLine(**r["canonical"]) if r["canonical"] else None) for r in batch]
         LineScorer.judge(judge, lines)
-        alerts += [line.is_anomaly for line in lines]
+        for offset, (record, line) in enumerate(zip(batch, lines)):
+            alerts.append(line.is_anomaly)
+            if feedback_after is not None and line.is_anomaly and not record["error"] and record["canonical"]:
+                marks.append((at + offset + feedback_after, record))
+                if clicks is not None:
+                    clicks[record["source"]] += 1
+                    clicks[record["source"], "late"] += record["position"] >= GOAL_FROM_LINE
     return alerts
+
+
+def meets_goal(normal: int, false_alerts: int, events: int, caught: int) -> bool:
+    """The issue's per-source goal: at most 1 false alert per 1,000 normal lines, recall at least 0.9."""
+    return 1000 * false_alerts / max(normal, 1) <= 1 and caught / max(events, 1) >= 0.9
+
+
+def feedback_report(rows: list[tuple], args) -> str:
+    """Markdown: per source, the judgement now without and with the simulated operator's marks."""
+    out = ["# Onboarding with an operator's feedback: replays of recorded runs", "", "```",
+           "python benchmarks/onboarding_replay.py " + " ".join(sys.argv[1:]), "```", "",
+           f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} ({cpu_name()}, {os.cpu_count()} cores). Each "
+           "run's recorded scores (`onboarding.py --dump`) judged again through `LineScorer.judge` with every line "
+           "read again as the service now reads it, from a fresh start; once without feedback, once with an "
+           f"operator who marks each false alert normal {args.feedback_after} lines of the run (all its sources) after "
+           "it was raised "
+           "(`LineScorer.mark_read_normal`: what `logstream feedback ALERT_ID normal` does to the thresholds; the "
+           "fine-tuning sample the service also gives the line is left out, and the scores are the recorded "
+           "ones). Clicks: false alerts marked, from the source's first line on (the service groups a stream's "
+           "alerts of one pattern, so an operator marks fewer). False alerts per 1,000 normal lines and recall "
+           f"on the injected events from the {GOAL_FROM_LINE:,}th line of each source on; the goal: at most 1 and "
+           "at least 0.9.", "",
+           "| run | source | normal lines | false / 1k | recall | with feedback: false / 1k | recall | clicks | "
+           f"clicks from the {GOAL_FROM_LINE:,}th line |", "|---|---|---|---|---|---|---|---|---|"]
+    totals = Counter()
+    for run, source, (n, f, e, c), (_, f2, _, c2), clicks, late in rows:
+        out.append(f"| {run} | {source} | {n:,} | {1000 * f / max(n, 1):.1f} | {c / max(e, 1):.2f} ({c}/{e}) | "
+                   f"{1000 * f2 / max(n, 1):.1f} | {c2 / max(e, 1):.2f} ({c2}/{e}) | {clicks} | {late} |")
+        totals.update(normal=n, fa=f, fa2=f2, events=e, caught=c, caught2=c2, clicks=clicks, late=late,
+                      met=meets_goal(n, f, e, c), met2=meets_goal(n, f2, e, c2))
+    t = totals
+    out += ["", f"In all, {len(rows)} sources: false alerts {t['fa']:,} -> {t['fa2']:,} with feedback, events caught "
+            f"{t['caught']:,} -> {t['caught2']:,} of {t['events']:,}, sources meeting the goal {t['met']} -> "
+            f"{t['met2']}, for {t['clicks']:,} false alerts marked ({t['late']:,} of them from the {GOAL_FROM_LINE:,}th "
+            "line of their source on)."]
+    return "\n".join(out) + "\n"
 
 
 def main(argv=None) -> int:
@@ -80,7 +142,13 @@ def main(argv=None) -> int:
                    "on: each line of a missed event, each false alert")
     p.add_argument("--reread", action="store_true", help="read each line again as the reader now reads it, and "
                    "give it the adaptive source the service now would")
+    p.add_argument("--feedback-after", type=int, metavar="LINES", help="judge again with an operator who marks "
+                   "each false alert normal this many lines after it was raised (needs --reread)")
+    p.add_argument("--report", type=Path, help="with --feedback-after: write the markdown report here")
     args = p.parse_args(argv)
+    if args.feedback_after is not None and not args.reread:
+        p.error("--feedback-after needs --reread (the marks go through the service's reading of each line)")
+    rows = []
     for path in args.dumps:
         records = [json.loads(line) for line in path.open()]
         if records and "calibrated" not in records[0]:
@@ -88,15 +156,26 @@ def main(argv=None) -> int:
                              "--dump again")
         stream = [Line(r["source"], r["text"], r["position"], r["error"], r["event"]) for r in records]
         before = [r["alert"] for r in records]
-        now = replay(records, reread(records) if args.reread else None)
+        reader = reread(records) if args.reread else None
+        now = replay(records, reader)
         was, judged = tally(stream, before), tally(stream, now)
+        clicks: Counter = Counter()
+        marked = (tally(stream, replay(records, reader, args.feedback_after, clicks))
+                  if args.feedback_after is not None else None)
         print(f"\n{path}: {sum(a != b for a, b in zip(before, now))} of {len(records):,} decisions changed")
-        print(f"{'source':<18} {'false/1k was':>13} {'now':>6} {'recall was':>14} {'now':>14}")
+        print(f"{'source':<18} {'false/1k was':>13} {'now':>6} {'recall was':>14} {'now':>14}"
+              + (f" {'with feedback: false/1k':>24} {'recall':>14} {'clicks':>7}" if marked else ""))
         for source in sorted(judged):
             n0, f0, e0, c0 = was[source].after_goal()
             n1, f1, e1, c1 = judged[source].after_goal()
-            print(f"{source:<18} {1000 * f0 / max(n0, 1):>13.1f} {1000 * f1 / max(n1, 1):>6.1f} "
-                  f"{c0 / max(e0, 1):>8.2f} ({c0}/{e0}) {c1 / max(e1, 1):>6.2f} ({c1}/{e1})")
+            line = (f"{source:<18} {1000 * f0 / max(n0, 1):>13.1f} {1000 * f1 / max(n1, 1):>6.1f} "
+                    f"{c0 / max(e0, 1):>8.2f} ({c0}/{e0}) {c1 / max(e1, 1):>6.2f} ({c1}/{e1})")
+            if marked:
+                n2, f2, e2, c2 = marked[source].after_goal()
+                line += f" {1000 * f2 / max(n2, 1):>24.1f} {c2 / max(e2, 1):>6.2f} ({c2}/{e2}) {clicks[source]:>7}"
+                rows.append((path.stem, source, (n1, f1, e1, c1), (n2, f2, e2, c2), clicks[source],
+                             clicks[source, "late"]))
+            print(line)
         shown = 0
         for record, a, b in zip(records, before, now):
             if a != b and shown < args.changes:
@@ -115,6 +194,9 @@ def main(argv=None) -> int:
                 elif alerted and not record["error"]:
                     print(f"  false alert line {record['position']:,}: {record['masked'][:160]}")
     print(f"\n(from the {GOAL_FROM_LINE:,}th line of each source on)")
+    if args.report and rows:
+        args.report.write_text(feedback_report(rows, args))
+        print(args.report.read_text())
     return 0
 
 

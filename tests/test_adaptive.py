@@ -1009,3 +1009,25 @@ def test_a_deprecation_notice_at_a_rare_level_is_no_news():
     verdict = judge_and_learn(adaptive, notice, level="WARN")
     assert not verdict.anomaly and "deprecated" in verdict.routine
     assert judge_and_learn(adaptive, "Printer floor<N1>: media jam, job held", level="WARN").anomaly
+
+
+def test_a_mark_covers_what_the_operator_saw_not_every_line_of_its_template():
+    """Marked normal, a line's pattern at its level (or its access event) and its problem words are no news;
+    a line of the same template with a crash the marked one did not report, or another event, still is
+    (measured on replays with a simulated operator: a SIGHUP exit marked normal silenced a SIGSEGV crash,
+    a 400 marked normal a 408)."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    hup = "exited: web_<N1> (terminated by SIGHUP; not expected)"
+    assert adaptive.judge("src", hup, 2.0, level="WARN", text=hup).how == RARE_LEVEL
+    adaptive.mark_normal("src", hup, 2.0, level="WARN", text=hup)
+    assert not adaptive.judge("src", hup.replace("web_<N1>", "api"), 2.0, level="WARN").anomaly
+    segv = "exited: indexer (terminated by SIGSEGV; not expected)"
+    crash = adaptive.judge("src", segv, 2.0, level="WARN", text=segv)
+    assert crash.anomaly and crash.how == UNSEEN_PROBLEM and "signal 11" in crash.note
+    access = 'fe_shop fe_shop/<NOSRV> -<N1>/-<N1> <N3> <N1> "<BADREQ>"'
+    bad, timeout = level_key("WARN", "Bad Request"), level_key("WARN", "Request Timeout")
+    assert adaptive.judge("src", access, 2.0, level=bad).how == RARE_LEVEL
+    adaptive.mark_normal("src", access, 2.0, level=bad)
+    assert not adaptive.judge("src", access, 2.0, level=bad).anomaly
+    assert adaptive.judge("src", access, 2.0, level=timeout).how == RARE_LEVEL

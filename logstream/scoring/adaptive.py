@@ -93,7 +93,11 @@ source has shown, per template:
   burst is news again; an error that strikes now and then stays news. Routine lines are not learned as normal problems: once a
   pattern has been quiet for ``routine_window`` lines it is news again.
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
-  the scores of the lines it was marked on.
+  the scores of the lines it was marked on, and the marked line's pattern at its level (or its access
+  event: ``WARN Bad Request``) and its problem words are no news. The other rules still read the
+  template's lines: one with a problem word or an event the marked line did not carry is news (measured
+  on replays with a simulated operator: an exit on SIGHUP marked normal silenced a later SIGSEGV crash
+  of the same template when a mark switched every rule off).
 
 Bounded: at most ``max_sources`` sources and ``max_templates`` templates per source (drain3's own
 LRU), fixed-length score histories. ``state()`` / ``load_state()`` round-trip what was learned as
@@ -116,7 +120,6 @@ from ..config import AdaptiveSettings
 from .flows import START, EntityFlows, FlowState, NamedFlows
 from .line_words import (
     EXIT_ZERO,
-    FATAL_SIGNAL,
     LOW_LEVELS,
     NOT_BENIGN,
     QUOTED,
@@ -126,6 +129,7 @@ from .line_words import (
     ZERO_BEFORE,
     ZERO_REACH,
     blank_traced,
+    fatal_signal,
     is_quiet,
     spaced_code,
 )
@@ -331,7 +335,7 @@ class AdaptiveThresholds:
                                   "an orderly start or stop")
             elif startup:
                 verdict = replace(verdict, anomaly=False, routine=startup)
-        if verdict.anomaly or verdict.how == FEEDBACK:
+        if verdict.anomaly:
             return verdict
         share = self._level_share(state, level)
         benign = self._benign(masked, level, words, text)
@@ -373,7 +377,8 @@ class AdaptiveThresholds:
             else:
                 return Verdict(True, verdict.threshold, OUT_OF_ORDER, verdict.template, verdict.template_id, source,
                                self._flow_note(state, flow_state, *flow))
-        if calibrated is not None and score > calibrated and self.calibration_holds(source, calibrated):
+        if (calibrated is not None and score > calibrated and verdict.how != FEEDBACK
+                and self.calibration_holds(source, calibrated)):
             return Verdict(True, calibrated, CALIBRATED, verdict.template, verdict.template_id, source,
                            f"the model's calibrated threshold, which holds on this source (at most "
                            f"{100 * self.config.familiar_share:g}% of its last {len(state.recent)} lines above it)")
@@ -442,9 +447,9 @@ class AdaptiveThresholds:
                     if ZERO_BEFORE.search(text, max(0, m.start() - ZERO_REACH), m.start())
                     or ZERO_AFTER.match(text, m.end())}
             words = [word for word in words if word not in zero]
-        killed = FATAL_SIGNAL.search(text) if text is not None else None  # its number is masked in ``masked``
+        killed = fatal_signal(text) if text is not None else None  # its number is masked in ``masked``
         if killed:
-            words.append(f"signal {killed.group(1)}")
+            words.append(f"signal {killed}")
         return words
 
     def _benign(self, masked: str, level: str | None, words: list[str], text: str | None = None) -> str | None:
@@ -841,6 +846,9 @@ class AdaptiveThresholds:
         template.scores.append(score)
         self._learn_ranges(template, masked, text, weight=RANGE_EXTREMES)  # its values are in range from now on
         self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
+        if level is not None and level not in LOW_LEVELS:  # its level is no news in its pattern, or with its event
+            key = self._level_pattern(state, masked, level)
+            state.level_normal[key] = state.level_normal.get(key, 0) + 1
         for flow, step in ((state.flow, cluster_id), (state.named, self._named_step(state, masked))):
             for pair in [pair for pair in flow.alerts if pair[1] == step]:  # in order after any step it alerted after
                 flow.pairs.add(pair)

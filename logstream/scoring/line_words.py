@@ -42,6 +42,19 @@ START_STOP = re.compile(r"\b(?:starting|started|stopping|stopped|exiting|shut(?:
 # (Gunicorn's "Worker with pid 4242 was terminated due to signal 15" at each restart, "... signal 9" when a
 # worker was killed: measured)
 FATAL_SIGNAL = re.compile(r"\bsignal\s*[=:]?\s*(9|11|6|7|8|4)(?![\d.])", re.IGNORECASE)
+# the same crashes by name (supervisor's "exited: indexer (terminated by SIGSEGV; not expected)"); not SIGKILL
+# by name: supervisor writes "killing 'archiver' (4242) with SIGKILL" when a program ignores its stop signal
+CRASH_SIGNAL = re.compile(r"\bSIG(SEGV|ABRT|BUS|FPE|ILL)\b")
+CRASH_SIGNAL_NUMBERS = {"SEGV": "11", "ABRT": "6", "BUS": "7", "FPE": "8", "ILL": "4"}
+
+
+def fatal_signal(text: str) -> str | None:
+    """The number of the fatal signal a line says a process ended by (by its number or a crash's name), or None."""
+    killed = FATAL_SIGNAL.search(text)
+    if killed:
+        return killed.group(1)
+    crashed = CRASH_SIGNAL.search(text)
+    return CRASH_SIGNAL_NUMBERS[crashed.group(1)] if crashed else None
 # a quoted string (one cut off by the end of the line too): a payload echoed inside a line
 # (backslash escapes inside it, as Python's repr of bytes writes them, do not end it)
 QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")

@@ -215,6 +215,10 @@ class LineScorer:
         if self.adaptive is None:
             return None
         canonical, masked, _ = self.encode(stream, line)
+        return self.mark_read_normal(stream, canonical, masked, score)
+
+    def mark_read_normal(self, stream: str, canonical: CanonicalLine, masked: str, score: float) -> str:
+        """``mark_normal`` of a line already read (its canonical form and masked text); returns its source."""
         source = self.source_of(stream, canonical)
         self.adaptive.mark_normal(source, masked, score, level=level_key(canonical.level, canonical.event),
                                   text=canonical.text)
