@@ -1031,3 +1031,14 @@ def test_a_mark_covers_what_the_operator_saw_not_every_line_of_its_template():
     adaptive.mark_normal("src", access, 2.0, level=bad)
     assert not adaptive.judge("src", access, 2.0, level=bad).anomaly
     assert adaptive.judge("src", access, 2.0, level=timeout).how == RARE_LEVEL
+
+
+def test_a_number_inside_a_word_does_not_make_a_problem_word_of_its_first_half():
+    """``fail2ban`` masked is ``fail<N1>ban``: not the word "fail" (every Fail2ban line alerted on its first
+    run as an unseen problem: 162 false alerts per 1,000 lines)."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    logger = "fail<N1>ban.actions [<N5>]: {}"
+    assert not adaptive.judge("src", logger.format("[sshd] Ban <IP>"), 2.0, level="NOTICE").anomaly
+    failed = adaptive.judge("src", logger.format("[sshd] ban action failed"), 2.0, level="NOTICE")
+    assert failed.anomaly and failed.how == UNSEEN_PROBLEM and "'failed'" in failed.note

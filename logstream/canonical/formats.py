@@ -24,6 +24,9 @@ ISO8601 = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}
 # before or after the day, fractions of a second.
 SYSLOG_TIME = (rf"(?:\d{{4}}\s+)?{MONTH}\s+\d{{1,2}}(?:\s+\d{{4}})?\s+\d{{2}}:\d{{2}}:\d{{2}}(?:\.\d{{1,9}})?")
 RFC3339 = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})"
+# C's ctime / asctime "Www Mmm dd hh:mm:ss yyyy" (Perl's scalar localtime, Python's time.ctime): SpamAssassin's
+# spamd writes "Sun Dec  6 08:49:47 2026 [26434] info: spamd: ..." to its log file
+CTIME = rf"{WEEKDAY} {MONTH} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}} \d{{4}}"
 LEVEL_WORD = (r"(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL|SEVERE|ALERT|EMERG"
               r"|PANIC|FINE|FINER|FINEST|CONFIG|TRC|DBG|INF|WRN|FTL)")  # the three-letter ones: Go's NATS
 # A syslog tag: a program name or path, up to three words ("Microsoft Word"), maybe a facility in
@@ -413,11 +416,11 @@ FORMATS: tuple[LogFormat, ...] = (
         "dmesg", "Kernel ring buffer (dmesg): [seconds since boot] message",
         r"^\[\s*(?P<timestamp>\d+\.\d+)\] (?P<message>.*)$"),
     LogFormat(
-        "iso_prefix", "Anything that opens with an ISO 8601 / RFC 3339 time (dpkg.log, Rust tracing, Go's "
-        "log package, Faust's '[time] [pid] [LEVEL] message', NATS's '[pid] time [LVL] message'): time, an "
-        "optional pid and level, the rest",
-        rf"^(?:\[(?P<pid>\d+)\]\s+)?\[?(?P<timestamp>{ISO8601}|\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?)\]?:?\s*"
-        rf"(?:[|,-]\s*)?(?:\[\d+\]\s+)?(?:\[?(?P<level>{LEVEL_WORD})\]?:?\s+)?(?P<message>.*)$"),
+        "iso_prefix", "Anything that opens with an ISO 8601 / RFC 3339 time, or C's ctime (dpkg.log, Rust "
+        "tracing, Go's log package, Faust's '[time] [pid] [LEVEL] message', NATS's '[pid] time [LVL] message', "
+        "spamd's 'ctime [pid] level: message'): time, an optional pid and level, the rest",
+        rf"^(?:\[(?P<pid>\d+)\]\s+)?\[?(?P<timestamp>{ISO8601}|{CTIME}|\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?)"
+        rf"\]?:?\s*(?:[|,-]\s*)?(?:\[\d+\]\s+)?(?:\[?(?P<level>{LEVEL_WORD})\]?:?\s+)?(?P<message>.*)$"),
 )
 
 FORMATS_BY_NAME: dict[str, LogFormat] = {f.name: f for f in FORMATS}

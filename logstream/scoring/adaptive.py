@@ -120,6 +120,7 @@ from ..config import AdaptiveSettings
 from .flows import START, EntityFlows, FlowState, NamedFlows
 from .line_words import (
     EXIT_ZERO,
+    GLUED_NUMBER,
     LOW_LEVELS,
     NOT_BENIGN,
     QUOTED,
@@ -440,7 +441,7 @@ class AdaptiveThresholds:
             masked = head + colon + rest
         if is_quiet(level):
             masked = QUOTED.sub(blank_traced, masked)
-        masked = UPPER_SNAKE.sub(spaced_code, masked)
+        masked = UPPER_SNAKE.sub(spaced_code, GLUED_NUMBER.sub("0", masked))
         words = list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
         if words and text is not None:
             zero = {m.group(0).lower() for m in self._problem_words.finditer(text)
