@@ -142,8 +142,9 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  r"exceeds|exceeding|would exceed|too (?:low|small|short|few|high|slow)|can not|not (?:available|configured)|"
                  r"never satisfied|"
                  # after the fourteenth corpus's held-out run: a request refused by a rule (Dante's "blocked by
-                 # higher-level socks-rule"; privoxy's ad-blocking "Crunch: Blocked:" is learned as normal early)
-                 r"blocked)\b")
+                 # higher-level socks-rule"; privoxy's ad-blocking "Crunch: Blocked:" is learned as normal early),
+                 # a peer that does not fit (Dropbear's "Incompatible remote version")
+                 r"blocked|incompatible)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session
