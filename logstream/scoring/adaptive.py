@@ -787,12 +787,13 @@ class AdaptiveThresholds:
         cluster = self._match(state.problems, masked)
         return level, cluster.cluster_id if cluster is not None else None
 
-    def _level_normal(self, state: _Source, masked: str, level: str | None) -> None:
+    def _level_normal(self, state: _Source, masked: str, level: str | None, marked: bool = False) -> None:
         """A normal line at a level that is not low: its pattern at that level is no news to the rare-level
         rule (a known-good baseline's FATAL lines, or lines learned while the level was common). Not a
         level with its event (``WARN Bad Request``): that is judged by its share alone, and one client's
-        bad request among a new source's first lines made every later one no news (measured: HAProxy)."""
-        if level is None or has_event(level) or level in LOW_LEVELS:
+        bad request among a new source's first lines made every later one no news (measured: HAProxy);
+        unless an operator ``marked`` the line normal: then that event is no news either."""
+        if level is None or (has_event(level) and not marked) or level in LOW_LEVELS:
             return
         key = self._level_pattern(state, masked, level)
         state.level_normal[key] = state.level_normal.get(key, 0) + 1
@@ -847,9 +848,7 @@ class AdaptiveThresholds:
         template.scores.append(score)
         self._learn_ranges(template, masked, text, weight=RANGE_EXTREMES)  # its values are in range from now on
         self._problem_normal(state, masked, self._problem_words_in(masked, level, text))
-        if level is not None and level not in LOW_LEVELS:  # its level is no news in its pattern, or with its event
-            key = self._level_pattern(state, masked, level)
-            state.level_normal[key] = state.level_normal.get(key, 0) + 1
+        self._level_normal(state, masked, level, marked=True)  # its level is no news in its pattern, or its event
         for flow, step in ((state.flow, cluster_id), (state.named, self._named_step(state, masked))):
             for pair in [pair for pair in flow.alerts if pair[1] == step]:  # in order after any step it alerted after
                 flow.pairs.add(pair)

@@ -55,6 +55,8 @@ def fatal_signal(text: str) -> str | None:
         return killed.group(1)
     crashed = CRASH_SIGNAL.search(text)
     return CRASH_SIGNAL_NUMBERS[crashed.group(1)] if crashed else None
+
+
 # a number placeholder inside a word: the mask made two words of one (``fail2ban`` read as ``fail<N1>ban``
 # gave every Fail2ban line the problem word "fail": measured, 162 false alerts per 1,000 lines on its first run)
 GLUED_NUMBER = re.compile(r"(?<=[A-Za-z])<N\d+>|<N\d+>(?=[A-Za-z])")
