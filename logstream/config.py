@@ -121,9 +121,10 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # or name already in use (ProFTPD's restart on a taken port); after the eighth corpus's held-out
                  # run, FreeRADIUS's "Login incorrect" and rsync's "unknown module" (not a client whose name is
                  # not known: Postfix's "connect from unknown[IP]", mosquitto's "Client <unknown>", Prosody's
-                 # "session for <(unknown)@host>")
+                 # "session for <(unknown)@host>"; nor a field whose value is not known: InfluxDB's start-up
+                 # "branch=unknown commit=unknown")
                  r"undefined|not allowed|expired|(?:must|should) (?:not )?be|cancel(?:l?ed|ling|lation)|bugs?|"
-                 r"already in use|incorrect|(?<!<)unknown(?![\[)])|"
+                 r"already in use|incorrect|(?<![<=])unknown(?![\[)])|"
                  # after the ninth corpus's held-out run: a DNS server's failure reply (PowerDNS's "sending out
                  # servfail"; unbound's reply lines read SERVFAIL as their level already)
                  r"servfail|"
@@ -144,7 +145,12 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # after the fourteenth corpus's held-out run: a request refused by a rule (Dante's "blocked by
                  # higher-level socks-rule"; privoxy's ad-blocking "Crunch: Blocked:" is learned as normal early),
                  # a peer that does not fit (Dropbear's "Incompatible remote version")
-                 r"blocked|incompatible)\b")
+                 r"blocked|incompatible|"
+                 # after the fifteenth corpus's held-out run: what the field writes of bad input and of a peer or
+                 # a step that did not behave (svnserve's "Malformed network data", "Network connection closed
+                 # unexpectedly", "contains unexpected non-digit"), and the upper-case ERR that marks an error in
+                 # a line's fields (svnserve's "... ERR - 0 210002 ...", a Redis or POP3 "-ERR" reply)
+                 r"malformed|unexpected(?:ly)?|(?-i:ERR))\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session

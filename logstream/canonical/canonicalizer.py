@@ -122,9 +122,11 @@ def _read_inner_header(canonical: CanonicalLine) -> CanonicalLine:
 # before a space. Without it a new program's errors read like the rest of its lines and the rare-level rule
 # never sees them (measured on the tenth onboarding corpus before it had formats of its own: Celery, clamd
 # and CUPS read with no level at all). Java's CONFIG and FINE and syslog's ALERT are left out: as a
-# message's first word they are more often a word of its own ("config: loaded ...").
+# message's first word they are more often a word of its own ("config: loaded ..."). A process id may come
+# first, as Kamailio writes it (" 2(10109) WARNING: ...": its process's index and pid) or in brackets.
 HEAD_LEVEL = re.compile(
-    r"^(?:(?P<process>[^\s:\[\]]{1,96}):\s+)?"
+    r"^(?:(?:\d{1,3}\((?P<pid>\d+)\)|\[(?P<pid2>\d+)\])\s+)?"
+    r"(?:(?P<process>[^\s:\[\]]{1,96}):\s+)?"
     r"(?:\[?(?P<level>(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL|SEVERE|EMERG|PANIC))"
     r"(?:\]|/(?P<component>[\w.-]+)\]|:)"
     r"|(?P<upper>TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|CRIT|CRITICAL|FATAL|SEVERE|EMERG|PANIC)(?=\s))"
@@ -142,6 +144,7 @@ def _read_head_level(canonical: CanonicalLine) -> CanonicalLine:
     return replace(canonical, level=normalize_level(head.group("level") or head.group("upper")),
                    message=head.group("message").strip(),
                    process=canonical.process or head.group("process"),
+                   pid=canonical.pid or head.group("pid") or head.group("pid2"),
                    component=canonical.component or head.group("component"))
 
 

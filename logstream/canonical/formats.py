@@ -27,6 +27,9 @@ RFC3339 = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{
 # C's ctime / asctime "Www Mmm dd hh:mm:ss yyyy" (Perl's scalar localtime, Python's time.ctime): SpamAssassin's
 # spamd writes "Sun Dec  6 08:49:47 2026 [26434] info: spamd: ..." to its log file
 CTIME = rf"{WEEKDAY} {MONTH} [ \d]\d \d{{2}}:\d{{2}}:\d{{2}} \d{{4}}"
+# the same fields with the year before the time, as JavaScript's Date.toString() and InspIRCd write them:
+# "Sun Dec 06 2026 11:46:38"
+DATE_STRING = rf"{WEEKDAY} {MONTH} [ \d]\d \d{{4}} \d{{2}}:\d{{2}}:\d{{2}}"
 LEVEL_WORD = (r"(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL|FATAL|SEVERE|ALERT|EMERG"
               r"|PANIC|FINE|FINER|FINEST|CONFIG|TRC|DBG|INF|WRN|FTL)")  # the three-letter ones: Go's NATS
 # A syslog tag: a program name or path, up to three words ("Microsoft Word"), maybe a facility in
@@ -318,7 +321,9 @@ FORMATS: tuple[LogFormat, ...] = (
     LogFormat(
         "access_log", "Apache/Nginx access log, common and combined: client ident user [time] \"request\" "
         "status size ...; the status class sets the level, the status reads as its reason phrase",
-        rf"^(?P<client>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<timestamp>\d{{2}}/{MONTH}/\d{{4}}:\d{{2}}:\d{{2}}:"
+        # a program that writes its access records into its own log tags them: InfluxDB's "[httpd] ..."
+        rf"^(?:\[(?P<component>[\w.-]{{1,32}})\] )?"
+        rf"(?P<client>\S+) (?P<ident>\S+) (?P<user>\S+) \[(?P<timestamp>\d{{2}}/{MONTH}/\d{{4}}:\d{{2}}:\d{{2}}:"
         r"\d{2} [+-]\d{4})\] (?P<message>\"[^\"]*\" (?P<status>\d{3}) .*)$",
         post=_access_level),
     LogFormat(
@@ -416,10 +421,13 @@ FORMATS: tuple[LogFormat, ...] = (
         "dmesg", "Kernel ring buffer (dmesg): [seconds since boot] message",
         r"^\[\s*(?P<timestamp>\d+\.\d+)\] (?P<message>.*)$"),
     LogFormat(
-        "iso_prefix", "Anything that opens with an ISO 8601 / RFC 3339 time, or C's ctime (dpkg.log, Rust "
-        "tracing, Go's log package, Faust's '[time] [pid] [LEVEL] message', NATS's '[pid] time [LVL] message', "
-        "spamd's 'ctime [pid] level: message'): time, an optional pid and level, the rest",
-        rf"^(?:\[(?P<pid>\d+)\]\s+)?\[?(?P<timestamp>{ISO8601}|{CTIME}|\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?)"
+        "iso_prefix", "Anything that opens with an ISO 8601 / RFC 3339 time, C's ctime, JavaScript's date string "
+        "or an epoch in brackets (dpkg.log, Rust tracing, Go's log package, Faust's '[time] [pid] [LEVEL] message', "
+        "NATS's '[pid] time [LVL] message', spamd's 'ctime [pid] level: message', svnserve's 'pid time ...', "
+        "InspIRCd, Nagios's '[epoch] message'): an optional pid, the time, an optional pid and level, the rest",
+        rf"^(?:\[?(?P<pid>\d+)\]?\s+(?=\[?\d{{4}}[-/]))?"
+        rf"\[?(?P<timestamp>{ISO8601}|{CTIME}|{DATE_STRING}|\d{{4}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d+)?"
+        rf"|(?<=\[)\d{{9,11}}(?:\.\d+)?(?=\]))"
         rf"\]?:?\s*(?:[|,-]\s*)?(?:\[\d+\]\s+)?(?:\[?(?P<level>{LEVEL_WORD})\]?:?\s+)?(?P<message>.*)$"),
 )
 
