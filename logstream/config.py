@@ -149,8 +149,9 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # after the fifteenth corpus's held-out run: what the field writes of bad input and of a peer or
                  # a step that did not behave (svnserve's "Malformed network data", "Network connection closed
                  # unexpectedly", "contains unexpected non-digit"), and the upper-case ERR that marks an error in
-                 # a line's fields (svnserve's "... ERR - 0 210002 ...", a Redis or POP3 "-ERR" reply)
-                 r"malformed|unexpected(?:ly)?|(?-i:ERR))\b")
+                 # a line's fields (svnserve's "... ERR - 0 210002 ...", a Redis or POP3 "-ERR" reply); a client
+                 # flooding a server (InspIRCd's "Excess Flood" quits; in no normal line of the fifteen corpora)
+                 r"malformed|unexpected(?:ly)?|(?-i:ERR)|flood(?:s|ed|ing)?)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session

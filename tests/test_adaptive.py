@@ -1046,13 +1046,15 @@ def test_a_number_inside_a_word_does_not_make_a_problem_word_of_its_first_half()
 
 def test_words_of_bad_input_and_an_upper_case_err_read_as_problems_but_an_unknown_value_does_not():
     """What the fifteenth corpus's first run missed: svnserve's errors are ``... ERR - 0 210002 Malformed network
-    data`` and ``Network connection closed unexpectedly`` (recall 0.53); and what it flagged: InfluxDB's start-up
+    data`` and ``Network connection closed unexpectedly`` (recall 0.53), InspIRCd's floods ``'Excess Flood'``
+    quits; and what it flagged: InfluxDB's start-up
     line ``branch=unknown commit=unknown`` (a field whose value is not known) at every restart."""
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
     for line, word in (("<IP> - - ERR - <N1> <N6> Malformed network data", "'malformed'"),
                        ("<IP> - - get-latest-rev closed unexpectedly", "'unexpectedly'"),
-                       ("<IP> - - ERR - <N1> <N6> No repository found", "'err'")):
+                       ("<IP> - - ERR - <N1> <N6> No repository found", "'err'"),
+                       ("USERS: QuitUser: <HEX>=paste-w<N3> 'Excess Flood'", "'flood'")):
         verdict = adaptive.judge("src", line, 2.0)
         assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and word in verdict.note, line
     assert not adaptive.judge("src", "<IP> - - err on the side of caution", 2.0).anomaly  # "err", not ERR
