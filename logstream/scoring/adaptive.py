@@ -77,7 +77,8 @@ source has shown, per template:
   always 0, or a code such a field never held where it held only a few (``NEW_CODE_SHARE``) alerts.
   Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot (fractions, versions). Such a
   field that keeps going out of range turns routine like a problem pattern, and its held-back lines
-  widen the range.
+  widen the range. Nor a template's first line since its source's latest start-up: a restarted program
+  answers its first request of each kind slowly (cold caches, an index loaded).
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
   ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
@@ -192,6 +193,7 @@ class _Template:
     # numeric field ("token.index") -> [normal lines, its RANGE_EXTREMES least values ascending, its greatest,
     # and for an error code (ERROR_CODE) its values seen {str(value): lines}, None once there were over MAX_CODES]
     ranges: dict = field(default_factory=dict)
+    startup: int = 0  # the source's start-up count (``_Source.startups``) at the template's latest line
 
 
 
@@ -364,7 +366,9 @@ class AdaptiveThresholds:
         if held_back:
             verdict.routine = f"{problem}, in a pattern that {held_back}"
         beyond = self._out_of_range(state, verdict.template_id, masked, text)
-        if beyond and not self._held_back(state, state.range_alerts.get((verdict.template_id, beyond[0][0]))):
+        if beyond and self._first_since_start(state, verdict.template_id):
+            verdict.routine = f"{beyond[0][1]}, in the template's first line since the source started"
+        elif beyond and not self._held_back(state, state.range_alerts.get((verdict.template_id, beyond[0][0]))):
             return Verdict(True, verdict.threshold, OUT_OF_RANGE, verdict.template, verdict.template_id, source,
                            beyond[0][1])
         for flows, flow_state, step, line in ((self._flows, state.flow, verdict.template_id, text),
@@ -504,6 +508,24 @@ class AdaptiveThresholds:
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
         return why, self._held_back(state, state.problem_alerts.get(key), after, quiet=is_quiet(level))
+
+    @staticmethod
+    def _first_since_start(state: _Source, template_id: int | None) -> bool:
+        """Whether a template's line is its first since the source's latest start-up: a restarted program
+        answers its first requests of each kind slowly (cold caches, an index loaded), so a value out of
+        range there is no news (measured: InfluxDB's first queries after each restart took 40 times the
+        longest its access records had held, 6 false alerts in 4,000 lines)."""
+        template = state.templates.get(template_id) if template_id is not None else None
+        # 0: not known (a template of a saved state): judged as ever
+        return template is not None and 0 < template.startup != state.startups
+
+    def _since_start(self, state: _Source, masked: str) -> None:
+        """The template ``judge`` finds for a line has had a line since the source's latest start-up (drain3 may
+        take the line into another cluster: a value of more digits than its template's makes one of its own)."""
+        cluster = self._match(state.miner, masked)
+        template = state.templates.get(cluster.cluster_id) if cluster is not None else None
+        if template is not None:
+            template.startup = state.startups
 
     def _fields_with_values(self, masked: str, text: str | None) -> list[tuple[tuple[str, str, int, str], int]]:
         """The line's numeric fields that are values of their own, each with its value (from ``text``)."""
@@ -663,6 +685,7 @@ class AdaptiveThresholds:
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
         self._startup_line(state, masked, words, key)
+        self._since_start(state, masked)  # the template judge found, before drain3 takes the line in
         cluster_id = self._cluster(state, masked)
         self._flow_step(state, cluster_id, text, masked, normal=True)
         template = state.templates.get(cluster_id)
@@ -674,6 +697,7 @@ class AdaptiveThresholds:
         if template is None:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
+        template.startup = state.startups
         self._learn_ranges(template, masked, text)
         self._step(state, stream, cluster_id)
 
@@ -695,6 +719,7 @@ class AdaptiveThresholds:
             step = cluster.cluster_id if cluster is not None else None
             self._step(state, stream, step)
             self._flow_step(state, step, text, masked, normal=False, alerted=how == OUT_OF_ORDER)
+            self._since_start(state, masked)
             if cluster is not None:  # its fields out of range come back once more
                 for key, _ in self._out_of_range(state, cluster.cluster_id, masked, text):
                     state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
