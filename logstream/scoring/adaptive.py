@@ -519,10 +519,11 @@ class AdaptiveThresholds:
         # 0: not known (a template of a saved state): judged as ever
         return template is not None and 0 < template.startup != state.startups
 
-    def _since_start(self, state: _Source, masked: str) -> None:
-        """The template ``judge`` finds for a line has had a line since the source's latest start-up (drain3 may
-        take the line into another cluster: a value of more digits than its template's makes one of its own)."""
-        cluster = self._match(state.miner, masked)
+    @staticmethod
+    def _since_start(state: _Source, cluster) -> None:
+        """The template of ``cluster``, the one ``judge`` found for a line (``_match``, before drain3 takes the
+        line in: it may take it into another cluster, a value of more digits than its template's makes one of
+        its own), has had a line since the source's latest start-up."""
         template = state.templates.get(cluster.cluster_id) if cluster is not None else None
         if template is not None:
             template.startup = state.startups
@@ -685,7 +686,7 @@ class AdaptiveThresholds:
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
         self._startup_line(state, masked, words, key)
-        self._since_start(state, masked)  # the template judge found, before drain3 takes the line in
+        self._since_start(state, self._match(state.miner, masked))
         cluster_id = self._cluster(state, masked)
         self._flow_step(state, cluster_id, text, masked, normal=True)
         template = state.templates.get(cluster_id)
@@ -719,7 +720,7 @@ class AdaptiveThresholds:
             step = cluster.cluster_id if cluster is not None else None
             self._step(state, stream, step)
             self._flow_step(state, step, text, masked, normal=False, alerted=how == OUT_OF_ORDER)
-            self._since_start(state, masked)
+            self._since_start(state, cluster)
             if cluster is not None:  # its fields out of range come back once more
                 for key, _ in self._out_of_range(state, cluster.cluster_id, masked, text):
                     state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
