@@ -111,7 +111,6 @@ import contextlib
 import gzip
 import hashlib
 import http.client
-import json
 import os
 import random
 import re
@@ -2054,22 +2053,9 @@ def stat_is_fifo(path: str) -> bool:
 # --------------------------------------------------------------------------
 
 def main() -> int:
-    t0 = time.time()
-    rc = run(__doc__, "onboarding_fifteenth", SOURCES, globals(), seed=15015, min_normal_s=40,
-             root_for="programs dropping to their own users (nagios, svnserve and inspircd run as system users)")
-    out = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--out=")), None)
-    if out is None and "--out" in sys.argv:
-        out = sys.argv[sys.argv.index("--out") + 1]
-    out = out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "onboarding_fifteenth")
-    path = os.path.join(out, "manifest.json")
-    with contextlib.suppress(OSError, ValueError):  # the run's wall time, next to its generation date
-        with open(path) as f:
-            manifest = json.load(f)
-        manifest["wall_seconds"] = round(time.time() - t0)
-        manifest["replaced_sources"] = REPLACED
-        manifest["oddities"] = ODDITIES
-        write_atomic(path, json.dumps(manifest, indent=2) + "\n")
-    return rc
+    return run(__doc__, "onboarding_fifteenth", SOURCES, globals(), seed=15015, min_normal_s=40,
+               root_for="programs dropping to their own users (nagios, svnserve and inspircd run as system users)",
+               record={"replaced_sources": REPLACED, "oddities": ODDITIES})
 
 
 REPLACED = "none"

@@ -1954,10 +1954,11 @@ def source_apache2(args) -> Source:
 # --------------------------------------------------------------------------
 
 def run(doc: str, name: str, sources: list[str], namespace: dict, seed: int, min_normal_s: float,
-        root_for: str) -> int:
+        root_for: str, record: dict | None = None) -> int:
     """A corpus script's command line: parse its arguments, generate the sources its module (``namespace``)
-    defines as ``source_<name>`` functions, then print the summary. Shared by the fifth, sixth and seventh
-    corpora's scripts. ``root_for``: what the script needs root for, said when it is not run as root."""
+    defines as ``source_<name>`` functions, then print the summary. Shared by the fifth to fifteenth corpora's
+    scripts. ``root_for``: what the script needs root for, said when it is not run as root. ``record``: fields
+    the manifest gets after the run, beside its wall time (``replaced_sources``, ``oddities``)."""
     ap = arguments(doc, name, sources, seed=seed)
     ap.add_argument("--min-normal-seconds", dest="min_normal_s", type=float, default=min_normal_s,
                     help=f"shortest normal phase of each source (default {min_normal_s:g})")
@@ -1971,7 +1972,20 @@ def run(doc: str, name: str, sources: list[str], namespace: dict, seed: int, min
     t0 = time.time()
     rc = generate(ap, args, gens, sources, doc)
     summary(args.out, time.time() - t0)
+    if record is not None:
+        record_run(args.out, time.time() - t0, record)
     return rc
+
+
+def record_run(out: str, wall: float, record: dict) -> None:
+    """The run's wall time and ``record`` into the manifest under ``out``, next to its generation date."""
+    path = os.path.join(out, "manifest.json")
+    with contextlib.suppress(OSError, ValueError):
+        with open(path) as f:
+            manifest = json.load(f)
+        manifest["wall_seconds"] = round(wall)
+        manifest.update(record)
+        write_atomic(path, json.dumps(manifest, indent=2) + "\n")
 
 
 def main() -> int:

@@ -113,7 +113,6 @@ Usage:
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
 import re
@@ -1365,22 +1364,9 @@ def source_fail2ban(args) -> Source:
 # --------------------------------------------------------------------------
 
 def main() -> int:
-    t0 = time.time()
-    rc = run(__doc__, "onboarding_fourteenth", SOURCES, globals(), seed=14014, min_normal_s=40,
-             root_for="system accounts for dropbear and dante, programs dropping to their own users")
-    out = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--out=")), None)
-    if out is None and "--out" in sys.argv:
-        out = sys.argv[sys.argv.index("--out") + 1]
-    out = out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "onboarding_fourteenth")
-    path = os.path.join(out, "manifest.json")
-    with contextlib.suppress(OSError, ValueError):  # the run's wall time, next to its generation date
-        with open(path) as f:
-            manifest = json.load(f)
-        manifest["wall_seconds"] = round(time.time() - t0)
-        manifest["replaced_sources"] = REPLACED
-        manifest["oddities"] = ODDITIES
-        write_atomic(path, json.dumps(manifest, indent=2) + "\n")
-    return rc
+    return run(__doc__, "onboarding_fourteenth", SOURCES, globals(), seed=14014, min_normal_s=40,
+               root_for="system accounts for dropbear and dante, programs dropping to their own users",
+               record={"replaced_sources": REPLACED, "oddities": ODDITIES})
 
 
 REPLACED = "none"

@@ -1472,22 +1472,9 @@ def source_gunicorn(args) -> Source:
 # --------------------------------------------------------------------------
 
 def main() -> int:
-    t0 = time.time()
-    rc = run(__doc__, "onboarding_thirteenth", SOURCES, globals(), seed=13013, min_normal_s=40,
-             root_for="mount namespaces for syslog, programs dropping to their own users")
-    out = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--out=")), None)
-    if out is None and "--out" in sys.argv:
-        out = sys.argv[sys.argv.index("--out") + 1]
-    out = out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "onboarding_thirteenth")
-    path = os.path.join(out, "manifest.json")
-    with contextlib.suppress(OSError, ValueError):  # the run's wall time, next to its generation date
-        with open(path) as f:
-            manifest = json.load(f)
-        manifest["wall_seconds"] = round(time.time() - t0)
-        manifest["replaced_sources"] = REPLACED
-        manifest["oddities"] = ODDITIES
-        write_atomic(path, json.dumps(manifest, indent=2) + "\n")
-    return rc
+    return run(__doc__, "onboarding_thirteenth", SOURCES, globals(), seed=13013, min_normal_s=40,
+               root_for="mount namespaces for syslog, programs dropping to their own users",
+               record={"replaced_sources": REPLACED, "oddities": ODDITIES})
 
 
 REPLACED = "none: the five programs of the brief (tomcat, opensmtpd, mumble, pureftpd, gunicorn)"

@@ -118,7 +118,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import http.client
-import json
 import os
 import random
 import re
@@ -1675,21 +1674,9 @@ def source_radicale(args) -> Source:
 # --------------------------------------------------------------------------
 
 def main() -> int:
-    t0 = time.time()
-    rc = run(__doc__, "onboarding_twelfth", SOURCES, globals(), seed=12012, min_normal_s=60,
-             root_for="programs dropping to their own users")
-    out = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--out=")), None)
-    if out is None and "--out" in sys.argv:
-        out = sys.argv[sys.argv.index("--out") + 1]
-    out = out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "onboarding_twelfth")
-    path = os.path.join(out, "manifest.json")
-    with contextlib.suppress(OSError, ValueError):  # the run's wall time, next to its generation date
-        with open(path) as f:
-            manifest = json.load(f)
-        manifest["wall_seconds"] = round(time.time() - t0)
-        manifest["replaced_sources"] = "none: the five programs of the brief (mariadb, nsd, rspamd, ejabberd, radicale)"
-        write_atomic(path, json.dumps(manifest, indent=2) + "\n")
-    return rc
+    return run(__doc__, "onboarding_twelfth", SOURCES, globals(), seed=12012, min_normal_s=60,
+               root_for="programs dropping to their own users",
+               record={"replaced_sources": "none: the five programs of the brief (mariadb, nsd, rspamd, ejabberd, radicale)"})
 
 
 if __name__ == "__main__":
