@@ -6,14 +6,16 @@ line's score, the model's own threshold and the line's reading). The lines are j
 ``LineScorer.judge``, the service's code path, with fresh adaptive thresholds, as ``onboarding.py``'s
 own replay does (its report says that replay reproduces every decision of the run).
 
-    python benchmarks/onboarding_replay.py DUMP [DUMP ...] [--changes N] [--reread]
+    python benchmarks/onboarding_replay.py DUMP [DUMP ...] [--changes N] [--reread [--generic-formats]]
         [--feedback-after LINES --report FILE]
 
 ``--reread``: each line is read again by the reader as the code now reads it (its format, level and masked
 text), and its adaptive source is the one the service would give it now (``LineScorer.source_of``: a
 stream's format), for a change to the reader, or a dump recorded before one. Prints, per source from the
 2,000th line on, false alerts per 1,000 normal lines and recall, as the dump recorded them and as judged
-now, and up to N decisions that changed.
+now, and up to N decisions that changed. ``--generic-formats``: the reader knows only the formats that
+describe no one program (json, logfmt, syslog, iso_prefix; other lines are read whole), as a program whose
+format logstream does not know yet is read: what a new user's first run gets from the reader.
 
 ``--feedback-after LINES``: judged a second time with an operator who marks each false alert normal that
 many lines of the run after it was raised (through ``LineScorer.mark_read_normal``, what ``logstream
@@ -42,18 +44,20 @@ from cache_bench_setup import cpu_name
 from onboarding import GOAL_FROM_LINE, Line, tally
 
 from logstream.canonical import Canonicalizer
-from logstream.canonical.canonicalizer import CanonicalLine
+from logstream.canonical.canonicalizer import PARSERS, CanonicalLine
 from logstream.config import Settings
 from logstream.scoring.masking import LineMasker
 from logstream.scoring.scorer import LineScore, LineScorer
 
 BATCH = 64
+GENERIC_FORMATS = ("json", "logfmt", "syslog", "iso_prefix")  # formats that describe no one program
 
 
-def reread(records: list[dict]) -> Canonicalizer:
+def reread(records: list[dict], generic: bool = False) -> Canonicalizer:
     """Read each record's line again, in place, as the reader now reads it; returns the reader (it knows each
-    stream's format)."""
-    canonicalizer, masker = Canonicalizer(), LineMasker()
+    stream's format). ``generic``: a reader that knows only GENERIC_FORMATS."""
+    parsers = tuple(p for p in PARSERS if p.name in GENERIC_FORMATS) if generic else PARSERS
+    canonicalizer, masker = Canonicalizer(parsers=parsers), LineMasker()
     for record in records:
         canonical = canonicalizer.read(record["source"], record["text"])
         record["canonical"], record["masked"] = asdict(canonical), masker(canonical.text)
@@ -142,13 +146,18 @@ def main(argv=None) -> int:
                    "on: each line of a missed event, each false alert")
     p.add_argument("--reread", action="store_true", help="read each line again as the reader now reads it, and "
                    "give it the adaptive source the service now would")
+    p.add_argument("--generic-formats", action="store_true", help="with --reread: a reader that knows only "
+                   f"{', '.join(GENERIC_FORMATS)} (a first run on programs whose formats it does not know)")
     p.add_argument("--feedback-after", type=int, metavar="LINES", help="judge again with an operator who marks "
                    "each false alert normal this many lines after it was raised (needs --reread)")
     p.add_argument("--report", type=Path, help="with --feedback-after: write the markdown report here")
     args = p.parse_args(argv)
     if args.feedback_after is not None and not args.reread:
         p.error("--feedback-after needs --reread (the marks go through the service's reading of each line)")
+    if args.generic_formats and not args.reread:
+        p.error("--generic-formats needs --reread")
     rows = []
+    totals: Counter = Counter()
     for path in args.dumps:
         records = [json.loads(line) for line in path.open()]
         if records and "calibrated" not in records[0]:
@@ -156,7 +165,7 @@ def main(argv=None) -> int:
                              "--dump again")
         stream = [Line(r["source"], r["text"], r["position"], r["error"], r["event"]) for r in records]
         before = [r["alert"] for r in records]
-        reader = reread(records) if args.reread else None
+        reader = reread(records, args.generic_formats) if args.reread else None
         now = replay(records, reader)
         was, judged = tally(stream, before), tally(stream, now)
         clicks: Counter = Counter()
@@ -176,6 +185,8 @@ def main(argv=None) -> int:
                 rows.append((path.stem, source, (n1, f1, e1, c1), (n2, f2, e2, c2), clicks[source],
                              clicks[source, "late"]))
             print(line)
+            totals.update(sources=1, normal=n1, false_alerts=f1, events=e1, caught=c1,
+                          meeting_goal=meets_goal(n1, f1, e1, c1))
         shown = 0
         for record, a, b in zip(records, before, now):
             if a != b and shown < args.changes:
@@ -193,7 +204,10 @@ def main(argv=None) -> int:
                           f"{record['masked'][:160]}")
                 elif alerted and not record["error"]:
                     print(f"  false alert line {record['position']:,}: {record['masked'][:160]}")
-    print(f"\n(from the {GOAL_FROM_LINE:,}th line of each source on)")
+    t = totals
+    print(f"\nIn all, from the {GOAL_FROM_LINE:,}th line of each source on, as judged now: {t['false_alerts']:,} false "
+          f"alerts in {t['normal']:,} normal lines, {t['caught']:,} of {t['events']:,} events caught, "
+          f"{t['meeting_goal']} of {t['sources']} sources meeting the goal")
     if args.report and rows:
         args.report.write_text(feedback_report(rows, args))
         print(args.report.read_text())

@@ -225,3 +225,30 @@ def test_a_structured_record_with_an_http_status_reads_its_status_as_its_event()
         == "status 499"
     for status in (7, "ok", 1000, "9" * 5000, "²00", 600):  # not an HTTP status (nor a crash: 5,000 digits)
         assert reader.read("job", json.dumps({"msg": "job done", "status": status})).event is None
+
+
+# --- a level in a column of the stream's own --------------------------------------------------------
+
+ONBOARDING = Path(__file__).parent.parent / "benchmarks" / "data"
+
+
+def test_a_stream_learns_the_token_that_holds_its_level_where_no_format_reads_it():
+    """fail2ban writes its level after its logger and pid (``fail2ban.server [31596]: INFO ...``), a layout no
+    format describes: the stream learns that its message's third token is its level; another stream of the
+    same reader (Nagios: level words now and then, in no one place) learns none."""
+    fail2ban = (ONBOARDING / "onboarding_fourteenth" / "fail2ban" / "normal.log").read_text().splitlines()
+    nagios = (ONBOARDING / "onboarding_fifteenth" / "nagios" / "normal.log").read_text().splitlines()
+    canonicalizer = Canonicalizer()
+    first = [canonicalizer.read("fail2ban", line) for line in fail2ban[:4]]
+    assert all(read.level is None for read in first)  # too few lines yet to tell a column
+    reads = [canonicalizer.read("fail2ban", line) for line in fail2ban[4:400]]
+    levels = [re.search(r"\]: (\w+)", line).group(1) for line in fail2ban[4:400]]
+    assert [read.level for read in reads] == [normalize_level(level) for level in levels]
+    assert reads[-1].message.startswith("fail2ban.") and reads[-1].message.split()[2] not in levels
+    assert {read.format for read in reads} == {"iso_prefix"}
+    nagios_reads = [canonicalizer.read("nagios", line) for line in nagios[:400]]
+    assert any(re.search(r"\b(WARNING|CRITICAL)\b", line) for line in nagios[:400])
+    assert all(read.level is None for read in nagios_reads)
+    # a line of the fail2ban stream whose column holds no level word keeps its message whole
+    odd = canonicalizer.read("fail2ban", "2026-12-06 08:59:18,124 fail2ban.server [31596]: restarting now")
+    assert odd.level is None and odd.message == "fail2ban.server [31596]: restarting now"
