@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from logstream.canonical import WHOLE, Canonicalizer, make_pin, normalize_level
-from logstream.canonical.formats import FORMATS
+from logstream.canonical.formats import FORMATS, http_status
 from logstream.config import FormatPin, Settings
 from logstream.scoring.masking import LineMasker
 from logstream.synth import SyntheticLogs
@@ -252,3 +252,41 @@ def test_a_stream_learns_the_token_that_holds_its_level_where_no_format_reads_it
     # a line of the fail2ban stream whose column holds no level word keeps its message whole
     odd = canonicalizer.read("fail2ban", "2026-12-06 08:59:18,124 fail2ban.server [31596]: restarting now")
     assert odd.level is None and odd.message == "fail2ban.server [31596]: restarting now"
+
+
+def test_a_stream_learns_the_token_that_holds_its_http_status_where_no_format_reads_it():
+    """Access records in a layout the reader has no format for (here varnishncsa's, read by a reader that knows
+    only the formats of no one program): once 50 lines have shown a usual status at one token, that token's
+    status gives the level and event, so a 404 and a 503 do not read like a 200. SMTP replies (Postfix's
+    ``250 2.0.0 Ok``) and a column of durations are no status column."""
+    from logstream.canonical.canonicalizer import PARSERS
+    generic = tuple(p for p in PARSERS if p.name in ("json", "logfmt", "syslog", "iso_prefix"))
+    varnish = (ONBOARDING / "onboarding_sixth" / "varnish" / "normal.log").read_text().splitlines()
+    canonicalizer = Canonicalizer(parsers=generic)
+    first = [canonicalizer.read("varnish", line) for line in varnish[:49]]
+    assert all(read.level is None and read.event is None for read in first)  # not settled yet
+    reads = [canonicalizer.read("varnish", line) for line in varnish[49:1000]]
+    statuses = [re.search(r'" (\d{3}) ', line).group(1) for line in varnish[49:1000]]
+    assert {read.format for read in reads} == {WHOLE}
+    assert [(read.level, read.event) for read in reads] == [http_status(status) for status in statuses]
+    assert {"WARN", "INFO"} <= {read.level for read in reads}
+    line = varnish[0].replace('" 200 ', '" 503 ')
+    assert canonicalizer.read("varnish", line).level == "ERROR"
+    postfix = (ONBOARDING / "onboarding_fifth" / "postfix" / "normal.log").read_text().splitlines()
+    durations = [f"worker {i % 7} finished job {i} in {100 + i * 37 % 500} ms" for i in range(200)]
+    for stream, lines in (("postfix", postfix[:2000]), ("jobs", durations)):
+        assert all(canonicalizer.read(stream, line).event is None for line in lines)
+
+
+def test_logstream_formats_shows_the_columns_a_file_was_learned_to_hold_its_level_in(capsys):
+    """``logstream formats FILE`` reads enough lines for the stream to learn its level column, says which
+    token it is, and shows the first lines as the stream now reads them (their level out of the message)."""
+    from logstream.cli import main
+
+    path = ONBOARDING / "onboarding_fourteenth" / "fail2ban" / "normal.log"
+    assert main(["formats", str(path), "--lines", "3"]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}: iso_prefix; its level is token 3 of the message" in out
+    reads = [line.split("reads: ", 1)[1] for line in out.splitlines() if "reads: " in line]
+    levels = [re.search(r"\]: (\w+)", line).group(1) for line in path.read_text().splitlines()[:3]]
+    assert len(reads) == 3 and [r.split(":", 1)[0] for r in reads] == [normalize_level(lv) for lv in levels]

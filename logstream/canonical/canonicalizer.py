@@ -18,7 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Protocol
 
-from .formats import FORMATS, FORMATS_BY_NAME, LogFormat, normalize_level
+from .formats import FORMATS, FORMATS_BY_NAME, LogFormat, http_status, normalize_level
 from .structured import parse_json_line, parse_logfmt_line
 
 WHOLE = "whole"  # the name of "no format": the line is read as it is
@@ -208,6 +208,41 @@ def _read_level_column(canonical: CanonicalLine, column: int) -> CanonicalLine:
                    message=f"{before} {after}" if before and after else before or after)
 
 
+# An HTTP status written in a column of its own, in a layout no format here describes (a program's own
+# access records: InfluxDB's "[httpd] ... 401", a proxy's request lines): the same token of the message,
+# line after line, is a number from 100 to 599, and it is mostly a status of success or redirection (a
+# column of durations or sizes is not, nor SMTP's and FTP's replies, 250 and 226). The status then gives
+# the line's level and event as in an access log (``http_status``): a 401 does not read like a 204. Only lines
+# with no level of their own are read so (an access record has none; a program's "code: 200" in a message at
+# a level of its own is the message's).
+STATUS_TOKEN = re.compile(r"\(?(?P<status>[1-5]\d\d)\)?[,;]?")
+STATUS_COLUMN_REACH = 24  # tokens of the message
+STATUS_COLUMN_SHARE = 0.4  # of a stream's first lines that show a status-like number at that token
+STATUS_COLUMN_USUAL = 0.5  # of those numbers that are a usual success or redirection
+USUAL_STATUSES = frozenset({"200", "201", "202", "204", "206", "301", "302", "303", "304", "307", "308"})
+
+
+def _status_tokens(message: str) -> list[tuple[int, str]]:
+    """(index, status) of each token of ``message``, within reach, that is a status-like number."""
+    found = []
+    for index, token in enumerate(re.finditer(r"\S+", message)):
+        if index >= STATUS_COLUMN_REACH:
+            break
+        status = STATUS_TOKEN.fullmatch(token.group(0))
+        if status:
+            found.append((index, status.group("status")))
+    return found
+
+
+def _read_status_column(canonical: CanonicalLine, column: int) -> CanonicalLine:
+    """``canonical`` with the level and event of the status its message holds at token ``column``."""
+    status = dict(_status_tokens(canonical.message)).get(column)
+    if status is None:
+        return canonical
+    level, event = http_status(status)
+    return replace(canonical, level=level, event=event)
+
+
 @dataclass(frozen=True)
 class Pin:
     """Streams whose id matches ``stream`` (a regex, in full) are read with ``parser``."""
@@ -238,9 +273,14 @@ class _Detection:
     seen: int = 0
     chosen: Parser | None = None  # set once the stream's first lines have voted
     # the token of the message that holds the stream's level (``_read_level_column``): votes of its lines
-    # without a level so far (None: no token), then the column, or -1 where there is none
+    # without a level so far (None: no token), then the column once settled
     column_votes: dict[int | None, int] = field(default_factory=dict)
     column: int | None = None
+    # the token that holds its HTTP status (``_read_status_column``): per token, its lines with a status-like
+    # number there and how many of those were usual; then the column once settled
+    status_votes: dict[int, list[int]] = field(default_factory=dict)
+    status_lines: int = 0
+    status_column: int | None = None
 
 
 class Canonicalizer:
@@ -266,11 +306,15 @@ class Canonicalizer:
                 return read_with(pin.parser, line) or read_whole(line)
         state = self._state(stream)
         canonical = self._read_header(state, line)
-        if canonical.level is None and canonical.event is None:
-            column = self._level_column(state, canonical)
-            if column is not None and column >= 0:
-                return _read_level_column(canonical, column)
-        return canonical
+        if canonical.event is not None or canonical.level is not None:
+            return canonical
+        column = self._level_column(state, canonical)
+        if column is not None:
+            canonical = _read_level_column(canonical, column)
+            if canonical.level is not None:
+                return canonical
+        column = self._status_column(state, canonical)
+        return _read_status_column(canonical, column) if column is not None else canonical
 
     def _read_header(self, state: _Detection, line: str) -> CanonicalLine:
         if state.chosen is not None:
@@ -291,8 +335,9 @@ class Canonicalizer:
 
     @staticmethod
     def _level_column(state: _Detection, canonical: CanonicalLine) -> int | None:
-        """The stream's level column (-1: it has none), learned from this line too while it is young; while
-        young, the column most of its lines showed so far, once LEVEL_COLUMN_FIRST have (None: none yet)."""
+        """The stream's level column, learned from this line too until it is settled: the token at which most
+        of its LEVEL_COLUMN_LINES lines without a level show one; until then the one most of its lines showed so
+        far, once LEVEL_COLUMN_FIRST have; None: none (yet). Lines that settle none start a new count."""
         if state.column is not None:
             return state.column
         found = _level_token(canonical.message)
@@ -301,11 +346,40 @@ class Canonicalizer:
         seen = sum(state.column_votes.values())
         leader = max((i for i in state.column_votes if i is not None), key=state.column_votes.get, default=None)
         leads = leader is not None and state.column_votes[leader] >= LEVEL_COLUMN_SHARE * seen
-        if seen >= LEVEL_COLUMN_LINES:
-            state.column = leader if leads else -1
+        if seen >= LEVEL_COLUMN_LINES:  # settled; or none yet: the next lines vote afresh (a start-up's lines
+            state.column = leader if leads else None  # may be all unlike the ones that come after)
             state.column_votes = {}
-            return state.column
+            return leader if leads else None
         return leader if leads and seen >= LEVEL_COLUMN_FIRST else None
+
+    @staticmethod
+    def _status_column(state: _Detection, canonical: CanonicalLine) -> int | None:
+        """The stream's HTTP status column (None: none yet), learned as the level column is (``_level_column``)
+        from its lines with no level and no event, and read only once settled."""
+        if state.status_column is not None:
+            return state.status_column
+        for index, status in _status_tokens(canonical.message):
+            votes = state.status_votes.setdefault(index, [0, 0])
+            votes[0] += 1
+            votes[1] += status in USUAL_STATUSES
+        state.status_lines += 1
+        fits = [index for index, (lines, usual) in state.status_votes.items()
+                if lines >= STATUS_COLUMN_SHARE * state.status_lines and usual >= STATUS_COLUMN_USUAL * lines]
+        column = max(fits, key=lambda index: state.status_votes[index][0], default=None)
+        if state.status_lines < LEVEL_COLUMN_LINES:
+            return None  # numbers in a column are too common to read a status from a few lines' votes
+        state.status_column = column  # settled, or learned afresh from the next lines
+        state.status_votes, state.status_lines = {}, 0
+        return column
+
+    def columns_of(self, stream: str) -> dict[str, int]:
+        """The tokens of its message a stream was found to hold its level and HTTP status at (0 = the first),
+        where it learned one (``_read_level_column``, ``_read_status_column``)."""
+        state = self._streams.get(stream)
+        if state is None:
+            return {}
+        return {name: index for name, index in (("level", state.column), ("status", state.status_column))
+                if index is not None}
 
     def format_of(self, stream: str) -> str | None:
         """The format a stream was found to be in, once its first lines have voted."""

@@ -11,6 +11,8 @@ import itertools
 
 from . import add_format_argument
 
+LEARN_LINES = 200
+
 
 def add_arguments(p):
     p.add_argument("files", nargs="*", help="log files to read (each file is one stream)")
@@ -29,12 +31,16 @@ def run(args, settings) -> int:
     canonicalizer = settings.parsing.canonicalizer(args.format)
     for path in args.files:
         with open(path, encoding="utf-8", errors="replace") as f:
-            lines = [raw.rstrip("\r\n") for raw in itertools.islice(f, max(args.lines, settings.parsing.detect_lines))]
+            # enough lines for the stream to learn where its level or status is (``Canonicalizer.columns_of``)
+            lines = [raw.rstrip("\r\n") for raw in itertools.islice(f, max(args.lines, settings.parsing.detect_lines,
+                                                                             LEARN_LINES))]
         lines = [line for line in lines if line.strip()]
         read = [canonicalizer.read(path, line) for line in lines]
         formats = sorted({r.format for r in read})
-        print(f"{path}: {canonicalizer.format_of(path) or ', '.join(formats) or 'empty'}")
-        for line, canonical in list(zip(lines, read))[: args.lines]:
+        columns = canonicalizer.columns_of(path)
+        learned = "".join(f"; its {name} is token {index + 1} of the message" for name, index in columns.items())
+        print(f"{path}: {canonicalizer.format_of(path) or ', '.join(formats) or 'empty'}{learned}")
+        for line in lines[: args.lines]:  # read again, as the stream reads them now that it has learned them
             print(f"  line:  {line[:160]}")
-            print(f"  reads: {canonical.text[:160]}")
+            print(f"  reads: {canonicalizer.read(path, line).text[:160]}")
     return 0
