@@ -1062,6 +1062,19 @@ def test_words_of_bad_input_and_an_upper_case_err_read_as_problems_but_an_unknow
     assert adaptive.judge("src", "request from an unknown user", 2.0).anomaly
 
 
+def test_a_wrong_setting_and_a_missing_program_read_as_problems():
+    """What the sixteenth corpus's first run missed: Monit's bad control files at a restart, written with no
+    level (``... monitrc' permission <N4> is wrong``, ``monitrc:<N2>: Program does not exist: ...``)."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    for line, word in (("The control file '/etc/monitrc' permission <N4> is wrong, maximum <N4> allowed", "'wrong'"),
+                       ("/etc/monitrc:<N2>: Program does not exist: '/usr/bin/backup-check.sh'", "'does not exist'"),
+                       ("pool 'www' doesn't exist", "\"doesn't exist\"")):
+        verdict = adaptive.judge("src", line, 2.0)
+        assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and word in verdict.note, (line, verdict.note)
+    assert not adaptive.judge("src", "the backup program exists and runs daily", 2.0).anomaly
+
+
 def test_a_templates_first_value_after_a_start_is_no_news_out_of_range_but_its_next_is():
     """A restarted program answers its first request of each kind slowly (InfluxDB's first queries after each
     restart took 40 times the longest its access records had held: 6 false alerts on the fifteenth corpus)."""
