@@ -8,7 +8,9 @@ column, so the calendar, the clock and the labels cannot move a score.
 Per stream, the format is detected from its first lines (each of the first ``detect_lines`` lines
 votes for every format it fits; the most voted, the most specific on a tie, is kept). A line that
 does not fit its stream's format is read by the first format it fits, and one that fits none is
-read whole: never dropped. Streams can be pinned to a format, or to a regex of the user's.
+read whole: never dropped. Streams can be pinned to a format, or to a regex of the user's. Where no format
+gives a line a level, each stream also learns which token of its message holds its level, or else its HTTP
+status (``Canonicalizer.columns_of``), and reads it from then on.
 """
 
 from __future__ import annotations
