@@ -129,7 +129,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from onboarding_data import FileLog, free_port, need, say, wait_port, write_atomic  # noqa: E402
 from onboarding_eighth_data import tcp_blocker  # noqa: E402
 from onboarding_eleventh_data import dpkg_version, templater  # noqa: E402
-from onboarding_fifth_data import normal_loop, run  # noqa: E402
+from onboarding_fifth_data import clean_restart, normal_loop, run  # noqa: E402
 from onboarding_heldout_data import (  # noqa: E402
     USERS,
     WORDS,
@@ -389,11 +389,7 @@ def source_influxdb(args) -> Source:
                 t.start()
             for t in threads:
                 t.join(60)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start)
             time.sleep(rng.uniform(0.02, 0.1))
 
         try:
@@ -693,11 +689,7 @@ def source_svnserve(args) -> Source:
                 t.start()
             for t in threads:
                 t.join(120)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start)
 
         try:
             normal = normal_loop(args, log, "svnserve", round_fn)
@@ -1058,11 +1050,7 @@ def source_nagios(args) -> Source:
                 agents(random.Random(rng.random()))
             if rng.random() < 0.3:
                 admin(rng)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start)
             time.sleep(rng.uniform(0.1, 0.3))
 
         try:
@@ -1563,12 +1551,7 @@ def source_kamailio(args) -> Source:
                 t.start()
             for t in threads:
                 t.join(60)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                register_all()  # the location table lives in memory: the phones register again
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start, then=register_all)  # phones keep no registration: again
 
         try:
             normal = normal_loop(args, log, "kamailio", round_fn)
@@ -1928,11 +1911,7 @@ def source_inspircd(args) -> Source:
                 t.start()
             for t in threads:
                 t.join(60)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start)
 
         try:
             normal = normal_loop(args, log, "inspircd", round_fn)

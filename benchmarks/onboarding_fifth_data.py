@@ -185,6 +185,18 @@ def normal_loop(args, log: FileLog, name: str, round_fn, extra_fn=None) -> list[
     return normal
 
 
+def clean_restart(state: dict, elapsed: float, stop, start, pause_s: float = 0.3, then=None) -> None:
+    """The normal phase's two clean restarts (a real program writes its start-up lines there too): the first
+    after 15 s, the second after 30 s; ``then`` runs after the start (clients that must sign in again)."""
+    if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
+        stop()
+        time.sleep(pause_s)
+        start()
+        if then is not None:
+            then()
+        state["restarts"] += 1
+
+
 def proc_cmdlines() -> list[tuple[int, str]]:
     out = []
     for pid in os.listdir("/proc"):

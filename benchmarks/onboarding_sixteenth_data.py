@@ -133,7 +133,7 @@ from onboarding_data import FileLog, free_port, need, say, wait_port, write_atom
 from onboarding_eighth_data import tcp_blocker
 from onboarding_eleventh_data import dpkg_version, templater
 from onboarding_fifteenth_data import PROBLEM_WORDS, burst, has_problem_word, listening
-from onboarding_fifth_data import normal_loop, run
+from onboarding_fifth_data import clean_restart, normal_loop, run
 from onboarding_heldout_data import (
     USERS,
     WORDS,
@@ -548,11 +548,7 @@ def source_monit(args) -> Source:
 
         def round_fn(n: int, elapsed: float) -> None:
             operator(rng)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.5)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start, pause_s=0.5)
 
         def restart_clean() -> None:
             stop()
@@ -979,11 +975,7 @@ def source_mpd(args) -> Source:
                 t.start()
             for t in threads:
                 t.join(60)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start)
             time.sleep(rng.uniform(0.05, 0.2))
 
         def restart_clean() -> None:
@@ -1339,11 +1331,7 @@ def source_carbon(args) -> Source:
                 t.start()
             for t in threads:
                 t.join(60)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start)
             time.sleep(rng.uniform(0.1, 0.4))
 
         def restart_clean() -> None:
@@ -1713,11 +1701,7 @@ def source_nghttpx(args) -> Source:
                 t.start()
             for t in threads:
                 t.join(60)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start)
             time.sleep(rng.uniform(2.2, 3.0) if rng.random() < 0.08 else rng.uniform(0.1, 0.4))  # now and then a quiet moment
 
         def restart_clean() -> None:
@@ -2039,11 +2023,7 @@ def source_sslh(args) -> Source:
                 t.start()
             for t in threads:
                 t.join(60)
-            if state["restarts"] < 2 and elapsed > 15 + 15 * state["restarts"]:
-                stop()
-                time.sleep(0.3)
-                start()
-                state["restarts"] += 1
+            clean_restart(state, elapsed, stop, start)
             time.sleep(rng.uniform(0.05, 0.2))
 
         def restart_clean() -> None:
