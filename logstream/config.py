@@ -223,6 +223,12 @@ class AdaptiveSettings(Section):
                                         "lines: a program's tracing of what it does (Kea's `reclamation of expired "
                                         "leases` every few minutes, etcd's canceled watches) turns routine sooner "
                                         "(0: as other levels)")
+    info_routine_episodes: int = Field(0, ge=0, description="the same for a problem pattern in lines its "
+                                       "program wrote at INFO or NOTICE, for programs that grade their lines "
+                                       "(nghttpx's `Idle connection timeout` every few hundred lines: 8.4 -> 2.0 "
+                                       "false alerts per 1,000 at 5). Off by default: Supervisor writes `gave up: "
+                                       "... entered FATAL state` at INFO (benchmarks/results/adaptive_sweep.md; "
+                                       "0: as WARN and worse)")
     routine_episodes: int = Field(5, ge=0, description="a problem pattern or rare level that came back in this "
                                   "many episodes (bursts: its lines within `routine_gap` lines of each other) "
                                   "within the source's last `routine_window` lines, or in one episode that lasted "

@@ -85,7 +85,8 @@ source has shown, per template:
   or in one episode that has lasted ``routine_episodes`` x ``routine_gap`` lines, it does not
   alert, and stays routine until it has been quiet for ``routine_window`` lines; after
   ``problem_routine_episodes`` episodes in all (``quiet_routine_episodes`` for a problem in DEBUG or
-  TRACE lines: a program tracing its own housekeeping), or one episode that went on for ``routine_window``
+  TRACE lines: a program tracing its own housekeeping; ``info_routine_episodes``, off by default, in INFO
+  or NOTICE lines), or one episode that went on for ``routine_window``
   lines (a chronic condition: a corrected parity error logged for hours), it is routine for good. A
   favicon 404 logged as an ERROR every few lines is routine within about a hundred lines; one burst
   of errors (an upstream down for a minute) alerts its first ``episode_alerts`` lines, however many
@@ -126,6 +127,7 @@ from .line_words import (
     NOT_BENIGN,
     QUOTED,
     START_STOP,
+    TOLD_FINE,
     UPPER_SNAKE,
     ZERO_AFTER,
     ZERO_BEFORE,
@@ -507,7 +509,16 @@ class AdaptiveThresholds:
             return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
-        return why, self._held_back(state, state.problem_alerts.get(key), after, quiet=is_quiet(level))
+        return why, self._held_back(state, state.problem_alerts.get(key), after, for_good=self._for_good(level))
+
+    def _for_good(self, level: str | None) -> int:
+        """Episodes after which a problem pattern at this ``level`` is its source's routine for good: sooner in
+        lines the program wrote as tracing (DEBUG, TRACE), and, where ``info_routine_episodes`` is set, as
+        information (INFO, NOTICE); otherwise ``problem_routine_episodes``."""
+        told = level.split(" ", 1)[0] if level is not None else None
+        sooner = (self.config.quiet_routine_episodes if is_quiet(level)
+                  else self.config.info_routine_episodes if told in TOLD_FINE else 0)
+        return sooner or self.config.problem_routine_episodes
 
     @staticmethod
     def _first_since_start(state: _Source, template_id: int | None) -> bool:
@@ -593,14 +604,14 @@ class AdaptiveThresholds:
                 count_code(seen, value, weight)
 
     def _held_back(self, state: _Source, recurrence: Recurrence | None, after: int | None = None,
-                   quiet: bool = False) -> str | None:
+                   for_good: int | None = None) -> str | None:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
         coming back often enough to be the source's routine, or each time as the step after the same line
         of its stream (``after``, the step of the stream's previous line), or its ongoing burst has already
         alerted ``episode_alerts`` lines (the rest of a burst is the same news)."""
         if recurrence is None:
             return None
-        if recurrence.routine(state.lines, self.config, quiet):
+        if recurrence.routine(state.lines, self.config, for_good):
             return "keeps coming back"
         if recurrence.in_sequence(after, self.config) and self._rare_step(state, after, recurrence.after_runs):
             return (f"came right after the same line of its stream each of its last {recurrence.after_runs} "

@@ -11,6 +11,7 @@ import re
 # format does not rank, such as PostgreSQL's DETAIL) alerts when the source's normal lines rarely carry it
 LOW_LEVELS = frozenset({"TRACE", "DEBUG", "INFO", "NOTICE"})
 QUIET_LEVELS = frozenset({"TRACE", "DEBUG"})  # levels whose quoted text is traced data (``_problem_words_in``)
+TOLD_FINE = frozenset({"INFO", "NOTICE"})  # levels at which a program says a line is no trouble
 # a message code in upper snake case (Kerberos's ``BAD_ENCRYPTION_TYPE``, Kea's ``DHCP4_PACKET_DROP_0001``):
 # its parts are words (an underscore is a word character to a regex's ``\b``)
 UPPER_SNAKE = re.compile(r"(?<![\w<>])[A-Z0-9<>]*[A-Z][A-Z0-9<>]*(?:_[A-Z0-9<>]+)+(?![\w<>])")

@@ -42,12 +42,13 @@ class Recurrence:
         while len(self.episodes) > max(config.routine_episodes, 1):
             self.episodes.popleft()
 
-    def routine(self, now: int, config: AdaptiveSettings, quiet: bool = False) -> bool:
+    def routine(self, now: int, config: AdaptiveSettings, for_good: int | None = None) -> bool:
         """Whether it keeps coming back: in enough episodes lately, in one that does not end, or in all.
         Once routine, it stays so until it has been quiet for ``routine_window`` lines: a pattern that
         comes back a little less often than it turned routine is still the source's routine (measured:
-        vsftpd's 550 for a missing file every ~250 lines flipped between routine and news)."""
-        for_good = (config.quiet_routine_episodes if quiet else 0) or config.problem_routine_episodes
+        vsftpd's 550 for a missing file every ~250 lines flipped between routine and news). ``for_good``:
+        episodes in all after which it is routine for good (default ``problem_routine_episodes``; 0: never)."""
+        for_good = config.problem_routine_episodes if for_good is None else for_good
         if self.chronic or (for_good and self.comebacks >= for_good):
             return True
         if not config.routine_episodes or not self.episodes:
