@@ -20,7 +20,6 @@ false alert per 1,000 normal lines and recall at least 0.9 per source).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -31,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cache_bench_setup import cpu_name
-from onboarding import Line, tally
-from onboarding_replay import meets_goal, replay, reread
+from onboarding import tally
+from onboarding_replay import load_dump, meets_goal, replay, reread
 
 from logstream.config import AdaptiveSettings
 
@@ -57,9 +56,7 @@ def judged(dumps: list[str], setting: tuple[str, str] | None, generic: bool) -> 
         os.environ[ENV + setting[0].upper()] = setting[1]
     out = {}
     for path in dumps:
-        with open(path) as lines:
-            records = [json.loads(line) for line in lines]
-        stream = [Line(r["source"], r["text"], r["position"], r["error"], r["event"]) for r in records]
+        records, stream = load_dump(Path(path))
         alerts = replay(records, reread(records, generic))
         for source, counts in tally(stream, alerts).items():
             out[Path(path).stem, source] = counts.after_goal()

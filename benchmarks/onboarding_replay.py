@@ -53,6 +53,16 @@ BATCH = 64
 GENERIC_FORMATS = ("json", "logfmt", "syslog", "iso_prefix")  # formats that describe no one program
 
 
+def load_dump(path: Path) -> tuple[list[dict], list[Line]]:
+    """A recorded run (``onboarding.py --dump``): its records, and its lines as ``tally`` counts them."""
+    with path.open() as lines:
+        records = [json.loads(line) for line in lines]
+    if records and "calibrated" not in records[0]:
+        raise SystemExit(f"{path}: recorded before dumps kept the model's own threshold; run onboarding.py "
+                         "--dump again")
+    return records, [Line(r["source"], r["text"], r["position"], r["error"], r["event"]) for r in records]
+
+
 def reread(records: list[dict], generic: bool = False) -> Canonicalizer:
     """Read each record's line again, in place, as the reader now reads it; returns the reader (it knows each
     stream's format). ``generic``: a reader that knows only GENERIC_FORMATS."""
@@ -159,11 +169,7 @@ def main(argv=None) -> int:
     rows = []
     totals: Counter = Counter()
     for path in args.dumps:
-        records = [json.loads(line) for line in path.open()]
-        if records and "calibrated" not in records[0]:
-            raise SystemExit(f"{path}: recorded before dumps kept the model's own threshold; run onboarding.py "
-                             "--dump again")
-        stream = [Line(r["source"], r["text"], r["position"], r["error"], r["event"]) for r in records]
+        records, stream = load_dump(path)
         before = [r["alert"] for r in records]
         reader = reread(records, args.generic_formats) if args.reread else None
         now = replay(records, reader)

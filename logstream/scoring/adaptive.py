@@ -127,7 +127,6 @@ from .line_words import (
     NOT_BENIGN,
     QUOTED,
     START_STOP,
-    TOLD_FINE,
     UPPER_SNAKE,
     ZERO_AFTER,
     ZERO_BEFORE,
@@ -135,6 +134,7 @@ from .line_words import (
     blank_traced,
     fatal_signal,
     is_quiet,
+    is_told_fine,
     spaced_code,
 )
 from .masking import LineMasker
@@ -515,9 +515,8 @@ class AdaptiveThresholds:
         """Episodes after which a problem pattern at this ``level`` is its source's routine for good: sooner in
         lines the program wrote as tracing (DEBUG, TRACE), and, where ``info_routine_episodes`` is set, as
         information (INFO, NOTICE); otherwise ``problem_routine_episodes``."""
-        told = level.split(" ", 1)[0] if level is not None else None
         sooner = (self.config.quiet_routine_episodes if is_quiet(level)
-                  else self.config.info_routine_episodes if told in TOLD_FINE else 0)
+                  else self.config.info_routine_episodes if is_told_fine(level) else 0)
         return sooner or self.config.problem_routine_episodes
 
     @staticmethod

@@ -72,6 +72,12 @@ def is_quiet(level: str | None) -> bool:
     return level is not None and level.split(" ", 1)[0] in QUIET_LEVELS
 
 
+def is_told_fine(level: str | None) -> bool:
+    """Whether a line's level (with its event, ``level_key``) is one at which its program says it is no
+    trouble: INFO or NOTICE."""
+    return level is not None and level.split(" ", 1)[0] in TOLD_FINE
+
+
 def spaced_code(code: re.Match) -> str:
     return code.group(0).replace("_", " ")
 
