@@ -246,9 +246,9 @@ class AdaptiveSettings(Section):
                                          "lines such a step came right after: Samba writes the same header before "
                                          "every authentication, hundreds of successes and a few failures; its "
                                          "failures are a branch it takes now and then, not a step of its routine")
-    episode_alerts: int = Field(3, ge=0, description="lines of one burst of a problem pattern that alert; the rest "
-                                "of the burst is the same news (not learned as normal; the burst still counts as "
-                                "one episode). 0: every line of a burst alerts")
+    episode_alerts: int = Field(3, ge=0, description="lines of one burst of a problem pattern that alert in each "
+                                "stream of the source; the rest of the burst is the same news (not learned as "
+                                "normal; the burst still counts as one episode). 0: every line of a burst alerts")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
     startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports a start or stop "
                                "(and after its first line) that are its start-up: a line there without problem words "

@@ -209,6 +209,29 @@ def test_each_burst_of_one_error_is_news_however_many_lines_it_held():
     assert not judge_and_learn(adaptive, failed, level="ERROR").anomaly
 
 
+def test_a_burst_tells_its_news_once_per_stream():
+    """One burst of a pattern across the streams of a source (HDFS blocks, each its own stream): each stream's
+    first ``episode_alerts`` lines alert; a block's failure is not another block's news."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    lost = "Exception in receiveBlock for block <BLK> java.io.IOException: Connection reset by peer"
+
+    def line(stream: str):
+        verdict = adaptive.judge("src", lost, 2.0, level="WARN", stream=stream)
+        if verdict.anomaly:
+            adaptive.seen("src", 2.0, lost, level="WARN", stream=stream)
+        else:
+            adaptive.learn("src", lost, 2.0, level="WARN", routine=verdict.routine is not None, stream=stream)
+        return verdict
+
+    first = [line("blk_1").anomaly for _ in range(6)]
+    assert first == [True] * CONFIG.episode_alerts + [False] * (6 - CONFIG.episode_alerts)
+    second = [line("blk_2").anomaly for _ in range(6)]  # the same burst, another block
+    assert second == first
+    held = line("blk_1")  # blk_1 has told its news in this burst: held back, not learned as normal
+    assert not held.anomaly and held.routine
+
+
 def test_problem_words_quoted_in_a_debug_line_are_traced_data():
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)

@@ -349,7 +349,7 @@ class AdaptiveThresholds:
         if verdict.how != COLD and share is not None and share < self.config.rare_level_share and not benign:
             pattern = self._level_pattern(state, masked, level)
             if not state.level_normal.get(pattern, 0):  # a pattern learned as normal at this level is no news
-                held_back = self._held_back(state, state.level_alerts.get(pattern), after)
+                held_back = self._held_back(state, state.level_alerts.get(pattern), after, stream=stream)
                 startup = None if held_back else self._startup_repeat(state, masked, words, level)
                 if held_back:
                     verdict.routine = f"{level} lines: the pattern {held_back}"
@@ -359,7 +359,7 @@ class AdaptiveThresholds:
                     return Verdict(True, verdict.threshold, RARE_LEVEL, verdict.template, verdict.template_id,
                                    source, f"{level} lines are {100 * share:.2f}% of this source's normal lines "
                                    f"(under {100 * self.config.rare_level_share:g}%)")
-        problem, held_back = self._unseen_problem(state, masked, level, words, benign, after)  # from a source's first line on
+        problem, held_back = self._unseen_problem(state, masked, level, words, benign, after, stream)  # from a source's first line on
         if problem is not None and not held_back:
             held_back = self._startup_repeat(state, masked, words, level)
         if problem is not None and not held_back:
@@ -498,7 +498,8 @@ class AdaptiveThresholds:
         return None if cluster_id is None else (cluster_id, " ".join(sorted(words)))
 
     def _unseen_problem(self, state: _Source, masked: str, level: str | None, words: list[str],
-                        benign: str | None, after: int | None = None) -> tuple[str | None, str | None]:
+                        benign: str | None, after: int | None = None,
+                        stream: str | None = None) -> tuple[str | None, str | None]:
         """(why this line is a problem never seen in a normal line of its source, or None; why it is held
         back, or None: it keeps coming back, or its burst has told the news: ``_held_back``)."""
         why = self._reads_as_problem(level, words, benign)
@@ -509,7 +510,8 @@ class AdaptiveThresholds:
             return why, None
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
-        return why, self._held_back(state, state.problem_alerts.get(key), after, for_good=self._for_good(level))
+        return why, self._held_back(state, state.problem_alerts.get(key), after, for_good=self._for_good(level),
+                                    stream=stream)
 
     def _for_good(self, level: str | None) -> int:
         """Episodes after which a problem pattern at this ``level`` is its source's routine for good: sooner in
@@ -603,7 +605,7 @@ class AdaptiveThresholds:
                 count_code(seen, value, weight)
 
     def _held_back(self, state: _Source, recurrence: Recurrence | None, after: int | None = None,
-                   for_good: int | None = None) -> str | None:
+                   for_good: int | None = None, stream: str | None = None) -> str | None:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
         coming back often enough to be the source's routine, or each time as the step after the same line
         of its stream (``after``, the step of the stream's previous line), or its ongoing burst has already
@@ -615,7 +617,7 @@ class AdaptiveThresholds:
         if recurrence.in_sequence(after, self.config) and self._rare_step(state, after, recurrence.after_runs):
             return (f"came right after the same line of its stream each of its last {recurrence.after_runs} "
                     "times: a step the source takes")
-        told = recurrence.burst_told(state.lines, self.config)
+        told = recurrence.burst_told(state.lines, self.config, stream)
         return f"alerted {told} lines of this burst" if told else None
 
     def _rare_step(self, state: _Source, step: int, runs: int) -> bool:
@@ -690,7 +692,7 @@ class AdaptiveThresholds:
             # where "is UP" is benign) is still news
             key = self._problem_key(state, masked, words)
         elif routine:
-            key = self._recur(state, masked, level, words, state.previous.get(stream))
+            key = self._recur(state, masked, level, words, state.previous.get(stream), stream)
         else:
             key = self._problem_normal(state, masked, words)
             state.levels[level] = state.levels.get(level, 0) + 1
@@ -725,7 +727,7 @@ class AdaptiveThresholds:
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
             self._startup_line(state, masked, words, self._recur(state, masked, level, words,
-                                                                 state.previous.get(stream)))
+                                                                 state.previous.get(stream), stream))
             cluster = self._match(state.miner, masked)
             step = cluster.cluster_id if cluster is not None else None
             self._step(state, stream, step)
@@ -799,14 +801,14 @@ class AdaptiveThresholds:
                     flow.alerts.setdefault(pair, Recurrence()).add(state.lines, self.config)
 
     def _recur(self, state: _Source, masked: str, level: str | None, words: list[str],
-               after: int | None = None) -> tuple[int, str] | None:
+               after: int | None = None, stream: str | None = None) -> tuple[int, str] | None:
         """A line not learned as normal: its level (in its pattern) and its problem pattern (its problem
         ``words``) come back once more, right after the step ``after`` of its stream. Returns the problem
         pattern's key."""
         key = self._problem_key(state, masked, words, add=True)
-        state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config, after)
+        state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config, after, stream)
         state.level_alerts.setdefault(self._level_pattern(state, masked, level), Recurrence()).add(
-            state.lines, self.config, after)
+            state.lines, self.config, after, stream)
         if len(state.problem_alerts) > self.config.max_templates:
             _forget_gone(state.problem_alerts, state.problems)
         if len(state.level_alerts) > self.config.max_templates:

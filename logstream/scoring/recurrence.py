@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from ..config import AdaptiveSettings
 
 
+MAX_BURST_STREAMS = 1024  # streams followed in one burst of a pattern
+
+
 @dataclass
 class Recurrence:
     """How a problem pattern (or a rare level) keeps coming back without being learned as normal: its
@@ -25,18 +28,23 @@ class Recurrence:
     steady: bool = False  # routine since it last turned so, until it is quiet for ``routine_window`` lines
     after: int | None = None  # the step (template) its latest episodes came right after in their stream
     after_runs: int = 0  # its latest episodes in a row that came right after ``after``
+    # stream -> its lines in the ongoing episode (not saved: a restart tells an ongoing burst once more)
+    burst_streams: dict = field(default_factory=dict)
 
-    def add(self, at: int, config: AdaptiveSettings, after: int | None = None) -> None:
+    def add(self, at: int, config: AdaptiveSettings, after: int | None = None, stream: str | None = None) -> None:
         """One more of its lines, at the source's line count ``at``, right after the step ``after`` of its
-        stream (None: unknown)."""
+        ``stream`` (None: unknown)."""
         self.lines += 1
         if self.episodes and at - self.episodes[-1][1] <= config.routine_gap:
+            self._in_burst(stream)
             self.episodes[-1][1] = at
             self.episodes[-1][2] += 1
             self.chronic = self.chronic or at - self.episodes[-1][0] >= config.routine_window
             return
         self.comebacks += 1
         self.episodes.append([at, at, 1])
+        self.burst_streams.clear()
+        self._in_burst(stream)
         same = after is not None and after == self.after
         self.after, self.after_runs = after, self.after_runs + 1 if same else 1
         while len(self.episodes) > max(config.routine_episodes, 1):
@@ -67,12 +75,20 @@ class Recurrence:
         return bool(config.sequence_episodes and after is not None and after == self.after
                     and self.after_runs >= config.sequence_episodes)
 
-    def burst_told(self, now: int, config: AdaptiveSettings) -> int | None:
+    def _in_burst(self, stream: str | None) -> None:
+        if stream is not None and (stream in self.burst_streams or len(self.burst_streams) < MAX_BURST_STREAMS):
+            self.burst_streams[stream] = self.burst_streams.get(stream, 0) + 1
+
+    def burst_told(self, now: int, config: AdaptiveSettings, stream: str | None = None) -> int | None:
         """Lines its ongoing episode has had once they are ``episode_alerts`` or more (the news is told:
-        the rest of the burst is the same news), else None."""
+        the rest of the burst is the same news), else None. With the line's ``stream``, its lines of the
+        burst in that stream: one HDFS block's failure is not another's news, though both come in one burst
+        of the source (beyond ``MAX_BURST_STREAMS`` streams in one burst, the burst's lines in all)."""
         if not config.episode_alerts or not self.episodes:
             return None
         _, last, lines = self.episodes[-1]
+        if stream is not None and len(self.burst_streams) < MAX_BURST_STREAMS:
+            lines = self.burst_streams.get(stream, 0)
         return lines if now - last <= config.routine_gap and lines >= config.episode_alerts else None
 
     def as_json(self, templates: dict[int, str] | None = None) -> dict:
