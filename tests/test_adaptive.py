@@ -230,6 +230,11 @@ def test_a_burst_tells_its_news_once_per_stream():
     assert second == first
     held = line("blk_1")  # blk_1 has told its news in this burst: held back, not learned as normal
     assert not held.anomaly and held.routine
+    # a burst over ever more streams (an outage seen by every host) is bounded: once the one episode has
+    # gone on for routine_episodes x routine_gap lines of the source, it is routine
+    alerted = [line(f"host-{i}").anomaly for i in range(400)]
+    assert 50 <= sum(alerted) <= CONFIG.routine_episodes * CONFIG.routine_gap + 1
+    assert not any(alerted[-100:])
 
 
 def test_problem_words_quoted_in_a_debug_line_are_traced_data():
