@@ -155,7 +155,15 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # unexpectedly", "contains unexpected non-digit"), and the upper-case ERR that marks an error in
                  # a line's fields (svnserve's "... ERR - 0 210002 ...", a Redis or POP3 "-ERR" reply); a client
                  # flooding a server (InspIRCd's "Excess Flood" quits; in no normal line of the fifteen corpora)
-                 r"malformed|unexpected(?:ly)?|(?-i:ERR)|flood(?:s|ed|ing)?)\b")
+                 r"malformed|unexpected(?:ly)?|(?-i:ERR)|flood(?:s|ed|ing)?|"
+                 # before the seventeenth: the rest of the C library's error strings (strerror) that name a bad
+                 # outcome in words not above (InfluxDB's "mkdir ...: not a directory" at a bad start), and a
+                 # setting given twice (a TOML "Key 'data' has already been defined"); not "not supported", a
+                 # capability a program lacks (coturn's "MongoDB is not supported" and "socket: Protocol not
+                 # supported" at every start: 6 more false alerts on the ninth corpus, measured)
+                 r"not a directory|is a directory|directory not empty|file exists|read-only file system|"
+                 r"(?:device or resource|text file) busy|no route to host|host is down|"
+                 r"out of range|already (?:been )?defined)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session

@@ -1128,6 +1128,22 @@ def test_a_wrong_setting_and_a_missing_program_read_as_problems():
     assert not adaptive.judge("src", "the backup program exists and runs daily", 2.0).anomaly
 
 
+def test_the_c_librarys_error_strings_and_a_setting_given_twice_read_as_problems():
+    """What the fifteenth corpus's InfluxDB wrote at a bad start, with no level: ``mkdir ...: not a directory``
+    (ENOTDIR) and a TOML ``Key 'data' has already been defined``. A capability a program lacks is no problem:
+    coturn writes ``MongoDB is not supported`` and ``socket: Protocol not supported`` at every start."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    for line, word in (("run: create server: mkdir all: mkdir /tmp/influxdb.conf: not a directory", "'not a directory'"),
+                       ("run: parse config: toml: line <N2>: Key 'data' has already been defined.",
+                        "'already been defined'"),
+                       ("open /var/lib/app/state.db: read-only file system", "'read-only file system'"),
+                       ("connect to <IP>: No route to host", "'no route to host'")):
+        verdict = adaptive.judge("src", line, 2.0)
+        assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and word in verdict.note.lower(), (line, verdict.note)
+    assert not adaptive.judge("src", "<N1>: : MongoDB is not supported", 2.0).anomaly
+
+
 def test_a_templates_first_value_after_a_start_is_no_news_out_of_range_but_its_next_is():
     """A restarted program answers its first request of each kind slowly (InfluxDB's first queries after each
     restart took 40 times the longest its access records had held: 6 false alerts on the fifteenth corpus)."""
