@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from cache_bench_setup import cpu_name
 from detection_summary import SPECS, summary_table
 
 HERE = Path(__file__).resolve().parent
@@ -57,13 +57,11 @@ def main() -> int:
             for label, table in tables.items():
                 rows.append([spec, f"lm-live, {label}"] + [table["lm-live"][c] for c in COLUMNS])
             rows.append([spec, "drain-novelty"] + [tables["as configured"]["drain-novelty"][c] for c in COLUMNS])
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
     specs = f" --specs {' '.join(args.specs)}" if args.specs != SPECS else ""
     report = [f"# Detection with `{args.setting}`", "",
               "```", f"python benchmarks/detection_setting.py {args.setting}{specs}", "```", "",
               (f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {(time.monotonic() - started) / 60:.1f} min; "
-              f"{cpu}, {os.cpu_count()} cores. Each spec evaluated by `logstream eval` (as `benchmarks/run_detection.sh`, "
+              f"{cpu_name()}, {os.cpu_count()} cores. Each spec evaluated by `logstream eval` (as `benchmarks/run_detection.sh`, "
               f"{args.steps} training steps, the same cached models) as configured and with the setting changed; "
               "figures at the service's live decision, best F1 in hindsight beside it. Per-dataset protocols: "
               "`benchmarks/results/<spec>.md`."), "",

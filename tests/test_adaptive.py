@@ -74,14 +74,22 @@ def test_a_new_template_is_judged_against_the_sources_new_templates():
     assert not plain.anomaly
 
 
-def judge_and_learn(adaptive: AdaptiveThresholds, line: str, score: float = 2.0, level: str | None = None):
+def judge_and_learn(adaptive: AdaptiveThresholds, line: str, score: float = 2.0, level: str | None = None,
+                    stream: str | None = None):
     """What the scorer does with each line: judge it, then learn it if it did not alert."""
-    verdict = adaptive.judge("src", line, score, level=level)
+    verdict = adaptive.judge("src", line, score, level=level, stream=stream)
     if verdict.anomaly:
-        adaptive.seen("src", score, line, level=level)
+        adaptive.seen("src", score, line, level=level, stream=stream)
     else:
-        adaptive.learn("src", line, score, level=level, routine=verdict.routine is not None)
+        adaptive.learn("src", line, score, level=level, routine=verdict.routine is not None, stream=stream)
     return verdict
+
+
+def assert_unseen_problems(adaptive: AdaptiveThresholds, cases) -> None:
+    """Each (line, quoted word) alerts as an unseen problem, its note naming the word."""
+    for line, word in cases:
+        verdict = adaptive.judge("src", line, 2.0)
+        assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and word in verdict.note, (line, verdict.note)
 
 
 def test_a_problem_never_seen_in_a_normal_line_alerts_every_time_until_it_is_routine():
@@ -217,12 +225,7 @@ def test_a_burst_tells_its_news_once_per_stream():
     lost = "Exception in receiveBlock for block <BLK> java.io.IOException: Connection reset by peer"
 
     def line(stream: str):
-        verdict = adaptive.judge("src", lost, 2.0, level="WARN", stream=stream)
-        if verdict.anomaly:
-            adaptive.seen("src", 2.0, lost, level="WARN", stream=stream)
-        else:
-            adaptive.learn("src", lost, 2.0, level="WARN", routine=verdict.routine is not None, stream=stream)
-        return verdict
+        return judge_and_learn(adaptive, lost, level="WARN", stream=stream)
 
     first = [line("blk_1").anomaly for _ in range(6)]
     assert first == [True] * CONFIG.episode_alerts + [False] * (6 - CONFIG.episode_alerts)
@@ -1104,12 +1107,10 @@ def test_words_of_bad_input_and_an_upper_case_err_read_as_problems_but_an_unknow
     line ``branch=unknown commit=unknown`` (a field whose value is not known) at every restart."""
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
-    for line, word in (("<IP> - - ERR - <N1> <N6> Malformed network data", "'malformed'"),
-                       ("<IP> - - get-latest-rev closed unexpectedly", "'unexpectedly'"),
-                       ("<IP> - - ERR - <N1> <N6> No repository found", "'err'"),
-                       ("USERS: QuitUser: <HEX>=paste-w<N3> 'Excess Flood'", "'flood'")):
-        verdict = adaptive.judge("src", line, 2.0)
-        assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and word in verdict.note, line
+    assert_unseen_problems(adaptive, (("<IP> - - ERR - <N1> <N6> Malformed network data", "'malformed'"),
+                                      ("<IP> - - get-latest-rev closed unexpectedly", "'unexpectedly'"),
+                                      ("<IP> - - ERR - <N1> <N6> No repository found", "'err'"),
+                                      ("USERS: QuitUser: <HEX>=paste-w<N3> 'Excess Flood'", "'flood'")))
     assert not adaptive.judge("src", "<IP> - - err on the side of caution", 2.0).anomaly  # "err", not ERR
     assert not adaptive.judge("src", "InfluxDB starting branch=unknown commit=unknown", 2.0).anomaly
     assert adaptive.judge("src", "request from an unknown user", 2.0).anomaly
@@ -1120,11 +1121,10 @@ def test_a_wrong_setting_and_a_missing_program_read_as_problems():
     level (``... monitrc' permission <N4> is wrong``, ``monitrc:<N2>: Program does not exist: ...``)."""
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
-    for line, word in (("The control file '/etc/monitrc' permission <N4> is wrong, maximum <N4> allowed", "'wrong'"),
-                       ("/etc/monitrc:<N2>: Program does not exist: '/usr/bin/backup-check.sh'", "'does not exist'"),
-                       ("pool 'www' doesn't exist", "\"doesn't exist\"")):
-        verdict = adaptive.judge("src", line, 2.0)
-        assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and word in verdict.note, (line, verdict.note)
+    assert_unseen_problems(adaptive, (
+        ("The control file '/etc/monitrc' permission <N4> is wrong, maximum <N4> allowed", "'wrong'"),
+        ("/etc/monitrc:<N2>: Program does not exist: '/usr/bin/backup-check.sh'", "'does not exist'"),
+        ("pool 'www' doesn't exist", "\"doesn't exist\"")))
     assert not adaptive.judge("src", "the backup program exists and runs daily", 2.0).anomaly
 
 
@@ -1134,13 +1134,11 @@ def test_the_c_librarys_error_strings_and_a_setting_given_twice_read_as_problems
     coturn writes ``MongoDB is not supported`` and ``socket: Protocol not supported`` at every start."""
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
-    for line, word in (("run: create server: mkdir all: mkdir /tmp/influxdb.conf: not a directory", "'not a directory'"),
-                       ("run: parse config: toml: line <N2>: Key 'data' has already been defined.",
-                        "'already been defined'"),
-                       ("open /var/lib/app/state.db: read-only file system", "'read-only file system'"),
-                       ("connect to <IP>: No route to host", "'no route to host'")):
-        verdict = adaptive.judge("src", line, 2.0)
-        assert verdict.anomaly and verdict.how == UNSEEN_PROBLEM and word in verdict.note.lower(), (line, verdict.note)
+    assert_unseen_problems(adaptive, (
+        ("run: create server: mkdir all: mkdir /tmp/influxdb.conf: not a directory", "'not a directory'"),
+        ("run: parse config: toml: line <N2>: Key 'data' has already been defined.", "'already been defined'"),
+        ("open /var/lib/app/state.db: read-only file system", "'read-only file system'"),
+        ("connect to <IP>: No route to host", "'no route to host'")))
     assert not adaptive.judge("src", "<N1>: : MongoDB is not supported", 2.0).anomaly
 
 
