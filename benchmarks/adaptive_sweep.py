@@ -41,6 +41,8 @@ ENV = "LOGSTREAM_SCORING__ADAPTIVE__"
 SWEEP = {
     "episode_alerts": ["1", "2"],
     "routine_episodes": ["3"],
+    "routine_window": ["2000"],
+    "info_routine_window": ["0", "5000"],
     "problem_routine_episodes": ["10"],
     "info_routine_episodes": ["5"],
     "rare_level_share": ["0.002"],

@@ -154,7 +154,7 @@ def test_a_problem_in_a_new_sources_first_lines_alerts_and_stays_news():
 
 def test_a_problem_that_keeps_coming_back_is_routine_while_it_does():
     adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"routine_gap": 10, "routine_episodes": 3,
-                                                            "routine_window": 200}))
+                                                            "routine_window": 200, "info_routine_window": 0}))
     feed(adaptive, "src", 300)
     favicon = "open() \"/srv/www/favicon.ico\" failed (<N1>: No such file or directory)"
     verdicts = []
@@ -580,7 +580,8 @@ def test_info_routine_episodes_turns_a_problem_at_info_routine_for_good_sooner()
     sixteenth corpus. With ``info_routine_episodes`` set, a problem pattern at INFO or NOTICE is routine for
     good after that many episodes; in lines with no level of their own, as at WARN, after
     ``problem_routine_episodes``; off (the default), INFO lines are judged as any other."""
-    config = CONFIG.model_copy(update={"info_routine_episodes": 3, "problem_routine_episodes": 6})
+    config = CONFIG.model_copy(update={"info_routine_episodes": 3, "problem_routine_episodes": 6,
+                                       "info_routine_window": 0})
     adaptive = AdaptiveThresholds(config)
     feed(adaptive, "src", 300)
     told = "[DCONN:<HEX>] Idle connection timeout"
@@ -597,6 +598,26 @@ def test_info_routine_episodes_turns_a_problem_at_info_routine_for_good_sooner()
         assert judge_and_learn(adaptive, told, level="NOTICE").anomaly, episode
         feed(adaptive, "src", 400, seed=episode)
     assert AdaptiveSettings().info_routine_episodes == 0  # off by default
+
+
+def test_a_problem_at_info_is_routine_at_a_slower_pace_than_at_warn():
+    """nghttpx writes ``Idle connection timeout`` at INFO every ~500 lines: 5 episodes within 1,000 lines
+    never, so it alerted 3 lines of each episode until its 20th. Counted over ``info_routine_window`` lines
+    in lines its program wrote at INFO or NOTICE, it is routine after its 5th episode; the same pattern at
+    WARN (or with no level of its own) at the same pace stays news."""
+    config = CONFIG.model_copy(update={"routine_episodes": 5, "routine_window": 1000, "info_routine_window": 3000,
+                                       "problem_routine_episodes": 0})
+    told = "[DCONN:<HEX>] Idle connection timeout"
+    for level, routine_after in (("INFO", 5), ("NOTICE", 5), ("WARN", None), (None, None)):
+        adaptive = AdaptiveThresholds(config)
+        feed(adaptive, "src", 300)
+        alerts = []
+        for episode in range(8):
+            alerts.append(judge_and_learn(adaptive, told, level=level).anomaly)
+            feed(adaptive, "src", 499, seed=episode)
+        expected = [routine_after is None or episode < routine_after for episode in range(8)]
+        assert alerts == expected, (level, alerts)
+    assert AdaptiveSettings().info_routine_window == 3000
 
 
 def test_a_problem_logged_for_a_whole_window_is_routine_for_good():

@@ -83,7 +83,9 @@ source has shown, per template:
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
   ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
   or in one episode that has lasted ``routine_episodes`` x ``routine_gap`` lines, it does not
-  alert, and stays routine until it has been quiet for ``routine_window`` lines; after
+  alert, and stays routine until it has been quiet for ``routine_window`` lines (``info_routine_window``,
+  longer, in lines its program wrote at INFO or NOTICE: by its own account no trouble, so a slower pace
+  is its routine too: nghttpx's ``Idle connection timeout`` every ~500 lines); after
   ``problem_routine_episodes`` episodes in all (``quiet_routine_episodes`` for a problem in DEBUG or
   TRACE lines: a program tracing its own housekeeping; ``info_routine_episodes``, off by default, in INFO
   or NOTICE lines), or one episode that went on for ``routine_window``
@@ -511,7 +513,7 @@ class AdaptiveThresholds:
         if state.problem_normal.get(key, 0) > 0 or state.problem_normal.get((key[0], None), 0) > 0:
             return None, None
         return why, self._held_back(state, state.problem_alerts.get(key), after, for_good=self._for_good(level),
-                                    stream=stream)
+                                    stream=stream, window=self._window(level))
 
     def _for_good(self, level: str | None) -> int:
         """Episodes after which a problem pattern at this ``level`` is its source's routine for good: sooner in
@@ -520,6 +522,11 @@ class AdaptiveThresholds:
         sooner = (self.config.quiet_routine_episodes if is_quiet(level)
                   else self.config.info_routine_episodes if is_told_fine(level) else 0)
         return sooner or self.config.problem_routine_episodes
+
+    def _window(self, level: str | None) -> int | None:
+        """Lines over which a problem pattern's latest episodes count: ``info_routine_window`` in lines the
+        program wrote as information (INFO, NOTICE) where it is set; otherwise ``routine_window``."""
+        return self.config.info_routine_window or None if is_told_fine(level) else None
 
     @staticmethod
     def _first_since_start(state: _Source, template_id: int | None) -> bool:
@@ -605,14 +612,14 @@ class AdaptiveThresholds:
                 count_code(seen, value, weight)
 
     def _held_back(self, state: _Source, recurrence: Recurrence | None, after: int | None = None,
-                   for_good: int | None = None, stream: str | None = None) -> str | None:
+                   for_good: int | None = None, stream: str | None = None, window: int | None = None) -> str | None:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
         coming back often enough to be the source's routine, or each time as the step after the same line
         of its stream (``after``, the step of the stream's previous line), or its ongoing burst has already
         alerted ``episode_alerts`` lines (the rest of a burst is the same news)."""
         if recurrence is None:
             return None
-        if recurrence.routine(state.lines, self.config, for_good):
+        if recurrence.routine(state.lines, self.config, for_good, window):
             return "keeps coming back"
         if recurrence.in_sequence(after, self.config) and self._rare_step(state, after, recurrence.after_runs):
             return (f"came right after the same line of its stream each of its last {recurrence.after_runs} "

@@ -50,18 +50,21 @@ class Recurrence:
         while len(self.episodes) > max(config.routine_episodes, 1):
             self.episodes.popleft()
 
-    def routine(self, now: int, config: AdaptiveSettings, for_good: int | None = None) -> bool:
+    def routine(self, now: int, config: AdaptiveSettings, for_good: int | None = None,
+                window: int | None = None) -> bool:
         """Whether it keeps coming back: in enough episodes lately, in one that does not end, or in all.
         Once routine, it stays so until it has been quiet for ``routine_window`` lines: a pattern that
         comes back a little less often than it turned routine is still the source's routine (measured:
         vsftpd's 550 for a missing file every ~250 lines flipped between routine and news). ``for_good``:
-        episodes in all after which it is routine for good (default ``problem_routine_episodes``; 0: never)."""
+        episodes in all after which it is routine for good (default ``problem_routine_episodes``; 0: never).
+        ``window``: the lines its latest episodes count over (default ``routine_window``)."""
         for_good = config.problem_routine_episodes if for_good is None else for_good
+        window = window or config.routine_window
         if self.chronic or (for_good and self.comebacks >= for_good):
             return True
         if not config.routine_episodes or not self.episodes:
             return False
-        oldest = now - config.routine_window
+        oldest = now - window
         if self.steady and self.episodes[-1][1] > oldest:
             return True
         first, last, _ = self.episodes[-1]
