@@ -9,11 +9,11 @@ figures side by side: one row per dataset and protocol, one column group per det
 from __future__ import annotations
 
 import argparse
-import platform
 import re
 from pathlib import Path
 
 import torch
+from cache_bench_setup import cpu_name
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SPECS = ["hdfs_blocks", "bgl_chrono", "bgl_random"]
@@ -42,8 +42,7 @@ def main() -> None:
         if path.exists():
             tables[spec] = summary_table(path.read_text())
     detectors = list(dict.fromkeys(d for t in tables.values() for d in t))
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpu = cpu_name()
     out = ["# Detection on real labeled logs", "",
            "Made by `benchmarks/run_detection.sh` (that is, for each spec: "
            f"`logstream eval benchmarks/specs/<spec>.yaml --out benchmarks/results --lm-steps {args.steps}`, "

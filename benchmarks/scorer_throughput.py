@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import torch
+from cache_bench_setup import cpu_name
 from tqdm.auto import tqdm
 
 from logstream.cache import EngineConfig
@@ -90,8 +90,7 @@ def main() -> None:
         mine = [r for r in runs if (r["threads"], r["batch"]) == (t, b)]
         rows.append({**mine[0], "lines_per_s": statistics.median(r["lines_per_s"] for r in mine)})
     base = rows[0]["lines_per_s"]
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
+    cpu = cpu_name()
     text = [
         "# Scorer throughput (no Kafka), full 2048-token windows", "",
         f"Command: `python benchmarks/scorer_throughput.py --lines {args.lines} --streams {args.streams} "
