@@ -30,8 +30,8 @@ def env_name(setting: str) -> str:
 
 
 def run(spec: str, out: Path, env: dict, steps: int) -> dict[str, dict[str, str]]:
-    subprocess.run([sys.executable, "-c", "import sys; from logstream.cli import main; sys.exit(main())", "eval", str(HERE / "specs" / f"{spec}.yaml"), "--out", str(out),
-                    "--detectors", "lm", "drain-novelty", "--lm-steps", str(steps), "--no-progress"],
+    subprocess.run([sys.executable, "-m", "logstream.cli", "eval", str(HERE / "specs" / f"{spec}.yaml"),
+                    "--out", str(out), "--detectors", "lm", "drain-novelty", "--lm-steps", str(steps), "--no-progress"],
                    env=env, check=True, stdout=subprocess.DEVNULL)
     return summary_table((out / f"{spec}.md").read_text())
 

@@ -523,10 +523,12 @@ class AdaptiveThresholds:
                   else self.config.info_routine_episodes if is_told_fine(level) else 0)
         return sooner or self.config.problem_routine_episodes
 
-    def _window(self, level: str | None) -> int | None:
+    def _window(self, level: str | None) -> int:
         """Lines over which a problem pattern's latest episodes count: ``info_routine_window`` in lines the
         program wrote as information (INFO, NOTICE) where it is set; otherwise ``routine_window``."""
-        return self.config.info_routine_window or None if is_told_fine(level) else None
+        if is_told_fine(level) and self.config.info_routine_window:
+            return self.config.info_routine_window
+        return self.config.routine_window
 
     @staticmethod
     def _first_since_start(state: _Source, template_id: int | None) -> bool:

@@ -53,7 +53,7 @@ class Recurrence:
     def routine(self, now: int, config: AdaptiveSettings, for_good: int | None = None,
                 window: int | None = None) -> bool:
         """Whether it keeps coming back: in enough episodes lately, in one that does not end, or in all.
-        Once routine, it stays so until it has been quiet for ``routine_window`` lines: a pattern that
+        Once routine, it stays so until it has been quiet for that window of lines: a pattern that
         comes back a little less often than it turned routine is still the source's routine (measured:
         vsftpd's 550 for a missing file every ~250 lines flipped between routine and news). ``for_good``:
         episodes in all after which it is routine for good (default ``problem_routine_episodes``; 0: never).
