@@ -67,6 +67,21 @@ QUOTED = re.compile(r"'(?:[^'\\]|\\.)*(?:'|$)|\"(?:[^\"\\]|\\.)*(?:\"|$)")
 QUOTED_WORD = re.compile(r"'[\w-]+'|\"[\w-]+\"")  # a field's value (XMPP's type='error'), not traced text
 
 
+# a quoted text given as a field's value (``T="Build failed #1432"``, Exim's subject): what a client sent, not the
+# program's own verdict, unless the field names a problem or a message (``error="..."``, ``msg="..."``)
+KEYED_QUOTE = re.compile(r"(?<![\w.-])([A-Za-z][\w.-]*)=(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')")
+TOLD_KEYS = re.compile(r"(?i)(?:err(?:or)?s?|reason|cause|msg|message|text|status|detail|desc(?:ription)?|"
+                       r"exception|fault|problem|warning|state|result|code)$")
+
+
+def blank_keyed(quoted: re.Match) -> str:
+    """A field's quoted value, blanked unless the field names what went wrong or the program's message, or the
+    value is one word (XMPP's ``type='error'``)."""
+    if TOLD_KEYS.search(quoted.group(1)) or QUOTED_WORD.fullmatch(quoted.group(2)):
+        return quoted.group(0)
+    return f"{quoted.group(1)}=''"
+
+
 def is_quiet(level: str | None) -> bool:
     """Whether a line's level (with its event, ``level_key``) is a program's tracing: TRACE or DEBUG."""
     return level is not None and level.split(" ", 1)[0] in QUIET_LEVELS

@@ -82,9 +82,18 @@ def value_fields(masked: str) -> list[tuple[str, str, int, str] | None]:
     return fields
 
 
+# the head of a line whose reader found its level (``CanonicalLine.text``: ``ERROR: message``): a number the
+# message opens with is not an error code by it (nginx's ``ERROR: 31235#31235: *61 open() ...`` read without
+# its format: the worker's process id, new after each reload, alerted as "a code this field never held")
+LEVEL_HEADS = frozenset({"ERROR:", "ERR:"})
+
+
 def field_name(tokens: list[str], position: int, at: int) -> str:
     """What names the number at character ``at`` of token ``position``, up to the number: the token's own text
     before it (``rc=``), or where the number opens its token the (up to three) words before it
     (``exited with code``); ends in "<N" for ERROR_CODE and EXIT_STATUS to match at its end."""
-    before = tokens[position][:at] if at else " ".join(tokens[max(position - 3, 0):position]) + " "
+    words = tokens[max(position - 3, 0):position]
+    if 0 < position <= 3 and tokens[0] in LEVEL_HEADS:
+        words = words[1:]  # the line's level, not a name of the number after it
+    before = tokens[position][:at] if at else " ".join(words) + " "
     return before + "<N"
