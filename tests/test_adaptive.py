@@ -831,6 +831,21 @@ def test_the_level_at_a_lines_head_does_not_make_the_number_after_it_an_error_co
     assert after_reload.how != OUT_OF_RANGE, after_reload.note
 
 
+def test_a_field_named_as_an_identifier_has_no_range():
+    """dnsdist traces each query ``with id N``, a random 16-bit id: a small one in a template whose ids had all
+    been large alerted as out of range. A field named ``id``, ``pid``, ``seq`` ... is a label, not a quantity;
+    a quantity beside it is still judged."""
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
+    line = "Packet from client for example.test. A with id {} took {} us"
+    rng = random.Random(3)
+    for _ in range(200):
+        judge_text(adaptive, line.format(rng.randrange(40_000, 65_536), rng.randrange(100, 200)))
+    small_id = judge_text(adaptive, line.format(45, 150))
+    assert small_id.how != OUT_OF_RANGE, small_id.note
+    slow = judge_text(adaptive, line.format(50_000, 90_000))
+    assert slow.how == OUT_OF_RANGE and "'90,000'" in slow.note
+
+
 def test_an_exit_status_named_by_the_words_before_it_alerts_when_it_is_not_0_from_the_templates_first_lines():
     """Slurm writes ``_job_complete: JobId=257 WEXITSTATUS 1``: the status is a token of its own, named by the
     word before it. A process's exit status other than 0 is a failure by convention, so it is judged once the

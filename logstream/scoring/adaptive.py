@@ -145,6 +145,7 @@ from .masking import LineMasker
 from .recurrence import Recurrence
 from .value_fields import (
     ERROR_CODE,
+    IDENTIFIER,
     EXIT_STATUS,
     MAX_FIELDS,
     NEW_CODE_SHARE,
@@ -597,7 +598,7 @@ class AdaptiveThresholds:
         factor, beyond = self.config.range_factor, []
         for (key, token, index, name), value in self._fields_with_values(masked, text):
             seen = template.ranges.get(key)
-            if seen is None:
+            if seen is None or IDENTIFIER.search(name):
                 continue
             codes = seen[3] if len(seen) > 3 else None
             if seen[0] < self.config.range_min_lines and not (  # a young field: only an exit status is judged
