@@ -145,8 +145,8 @@ from .masking import LineMasker
 from .recurrence import Recurrence
 from .value_fields import (
     ERROR_CODE,
-    IDENTIFIER,
     EXIT_STATUS,
+    IDENTIFIER,
     MAX_FIELDS,
     NEW_CODE_SHARE,
     RANGE_EXTREMES,
@@ -935,17 +935,22 @@ class AdaptiveThresholds:
         ``add``: the line joins the miner first (``added``: it just did, in that cluster). drain3 may add a
         line to another cluster than that search returns (it leaves wildcards out of the similarity): then
         the search's wins, the added one only if the search finds none. None: not added and no cluster fits."""
-        masked = without_ids(masked)
+        pattern = without_ids(masked)
         if add:
-            added = miner.add_log_message(masked)["cluster_id"]
-        cluster = cls._match(miner, masked)
+            added = miner.add_log_message(pattern)["cluster_id"]
+        cluster = cls._search(miner, pattern)
         return cluster.cluster_id if cluster is not None else added
 
-    @staticmethod
-    def _match(miner: TemplateMiner, masked: str):
+    @classmethod
+    def _match(cls, miner: TemplateMiner, masked: str):
         """The cluster this line would join (drain3's tree search at its similarity, changing nothing)."""
+        return cls._search(miner, without_ids(masked))
+
+    @staticmethod
+    def _search(miner: TemplateMiner, pattern: str):
+        """drain3's tree search for a line already rid of its ids (``without_ids``)."""
         drain = miner.drain
-        return drain.tree_search(drain.root_node, drain.get_content_as_tokens(without_ids(masked)), drain.sim_th, True)
+        return drain.tree_search(drain.root_node, drain.get_content_as_tokens(pattern), drain.sim_th, True)
 
     def _cluster(self, state: _Source, masked: str) -> int:
         """The line joins its source's templates; returns the template ``judge`` looks it up by (``_found``)."""
