@@ -219,7 +219,7 @@ class AdaptiveSettings(Section):
         BENIGN_WORDS, description="regex (case-insensitive) of words that report a success or an orderly start or "
         "stop ('succeeded', 'is UP', 'stopped', 'ready'): a line at a level other than TRACE/DEBUG/INFO/NOTICE with "
         "one of them and no word of a bad outcome (a problem word, 'lost', 'down', 'terminated', 'signal', "
-        "'unexpectedly') is no news by its level alone ('' turns this off): HAProxy logs every reload at "
+        "'unexpectedly', 'not expected') is no news by its level alone ('' turns this off): HAProxy logs every reload at "
         "WARNING, Redis every restart")
     problem_similarity: float = Field(0.7, gt=0, le=1, description="drain3 similarity of the patterns the "
                                       "problem rule compares ('Connection refused' and 'No such file' lines share "

@@ -297,6 +297,8 @@ def test_an_exit_with_status_zero_at_a_rare_level_is_no_news_but_any_other_statu
     assert judge("Former worker (1301) exited with code 1 (Exit)").anomaly
     assert judge("child exited with status 0x80").anomaly
     assert judge("worker exited with code 0 after a signal 9").anomaly  # a bad outcome beside it
+    # Supervisor's own word that a program it keeps running stopped: an exit it did not ask for
+    assert judge("exited: web_0 (exit status 0; not expected)").anomaly
 
 
 def test_a_problem_word_counted_zero_is_no_problem_but_the_same_tally_above_zero_is():

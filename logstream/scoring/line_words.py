@@ -16,9 +16,10 @@ TOLD_FINE = frozenset({"INFO", "NOTICE"})  # levels at which a program says a li
 # its parts are words (an underscore is a word character to a regex's ``\b``)
 UPPER_SNAKE = re.compile(r"(?<![\w<>])[A-Z0-9<>]*[A-Z][A-Z0-9<>]*(?:_[A-Z0-9<>]+)+(?![\w<>])")
 # words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
-# an orderly stop, and so is one "terminated by SIGTERM": Supervisor logs each stop it was asked for so)
+# an orderly stop, and so is one "terminated by SIGTERM": Supervisor logs each stop it was asked for so; its
+# "exited: web_0 (exit status 0; not expected)" is a program that stopped when it should have kept running)
 NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated(?! by SIG(?:TERM|INT|QUIT)\b)|signal(?:l?ed)?(?![ =:]+SIG(?:TERM|INT|HUP|QUIT)\b)|"
-                        r"unexpected(?:ly)?)\b", re.IGNORECASE)
+                        r"(?:un|not )expected(?:ly)?)\b", re.IGNORECASE)
 # a problem word counted zero, as tallies write it: a 0 that opens the line or a clause, or follows "with"
 # (and the like), then at most two words of its noun ("0 Invalid entries.", "0 With invalid flags", "5 passed,
 # 0 failed", "with 0 errors"); or the word, then ": 0" ending a clause ("errors: 0, warnings: 2"). Not an
