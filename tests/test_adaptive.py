@@ -1230,6 +1230,18 @@ def test_the_c_librarys_error_strings_and_a_setting_given_twice_read_as_problems
     assert not adaptive.judge("src", "<N1>: : MongoDB is not supported", 2.0).anomaly
 
 
+def test_a_peer_that_stopped_answering_reads_as_a_problem():
+    """What the eighteenth corpus's first run missed: tinc's ``falcon (<IP> port <N5>) didn't respond to PING in
+    <N1> seconds``, written with no level and no other problem word (3 of its 21 events)."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    assert_unseen_problems(adaptive, (
+        ("tinc.vpn[<N5>]: falcon (<IP> port <N5>) didn't respond to PING in <N1> seconds", "\"didn't respond\""),
+        ("slurmctld: Node n<N2> not responding, setting DOWN", "'not responding'"),
+        ("upstream <IP>: no response after <N1> tries", "'no response'")))
+    assert not adaptive.judge("src", "backend <IP> responded in <N2> ms", 2.0).anomaly
+
+
 def test_a_templates_first_value_after_a_start_is_no_news_out_of_range_but_its_next_is():
     """A restarted program answers its first request of each kind slowly (InfluxDB's first queries after each
     restart took 40 times the longest its access records had held: 6 false alerts on the fifteenth corpus)."""
