@@ -1232,7 +1232,7 @@ def test_the_c_librarys_error_strings_and_a_setting_given_twice_read_as_problems
 
 def test_a_peer_that_stopped_answering_reads_as_a_problem():
     """What the eighteenth corpus's first run missed: tinc's ``falcon (<IP> port <N5>) didn't respond to PING in
-    <N1> seconds``, written with no level and no other problem word (3 of its 21 events)."""
+    <N1> seconds``, written with no level and no other problem word (2 of its 21 events from the 2,000th line on)."""
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
     assert_unseen_problems(adaptive, (
