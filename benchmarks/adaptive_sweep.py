@@ -40,6 +40,7 @@ ENV = "LOGSTREAM_SCORING__ADAPTIVE__"
 # INFO), how rare a level must be to be news
 SWEEP = {
     "episode_alerts": ["1", "2"],
+    "later_episode_alerts": ["2", "3"],
     "routine_episodes": ["3"],
     "routine_window": ["2000"],
     "info_routine_window": ["0", "5000"],

@@ -266,6 +266,13 @@ class AdaptiveSettings(Section):
     episode_alerts: int = Field(3, ge=0, description="lines of one burst of a problem pattern that alert in each "
                                 "stream of the source; the rest of the burst is the same news (not learned as "
                                 "normal; the burst still counts as one episode). 0: every line of a burst alerts")
+    later_episode_alerts: int = Field(1, ge=0, description="the same for each later burst of a pattern that has "
+                                      "alerted before: its comeback is news, its first line says it (tinc's "
+                                      "'Received UDP packet from unknown source' every few hundred lines alerted 3 "
+                                      "lines a time, 27 false alerts; 196 -> 154 false alerts in the thirteen "
+                                      "replayed corpora for 2 of 1,216 events missed, BGL chronological F1 at the "
+                                      "live threshold 0.522 -> 0.423: benchmarks/results/adaptive_sweep.md). 0: as "
+                                      "`episode_alerts`")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
     startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports a start or stop "
                                "(and after its first line) that are its start-up: a line there without problem words "

@@ -204,7 +204,8 @@ def test_each_burst_of_one_error_is_news_however_many_lines_it_held():
     for burst in range(8):
         verdicts = [judge_and_learn(adaptive, failed, level="ERROR") for _ in range(30)]
         alerted = [v.anomaly for v in verdicts]
-        assert alerted == [True] * config.episode_alerts + [False] * (30 - config.episode_alerts), burst
+        told = config.episode_alerts if burst == 0 else config.later_episode_alerts  # a comeback: its first line
+        assert alerted == [True] * told + [False] * (30 - told), burst
         assert all(not v.learnable() or v.routine for v in verdicts)  # the held-back lines are not learned
         feed(adaptive, "src", 400, seed=burst)  # quiet between outages, longer than routine_window
     # one that keeps coming back, episode after episode, is routine for good
@@ -216,6 +217,22 @@ def test_each_burst_of_one_error_is_news_however_many_lines_it_held():
             judge_and_learn(adaptive, f"request {i % 3} served", level="INFO")
     feed(adaptive, "src", 400)
     assert not judge_and_learn(adaptive, failed, level="ERROR").anomaly
+
+
+def test_a_comeback_of_a_pattern_that_alerted_before_tells_its_news_in_its_first_line():
+    """A pattern's first burst alerts ``episode_alerts`` lines, each later burst ``later_episode_alerts``: the
+    comeback is the news (tinc's 'Received UDP packet from unknown source' every few hundred lines alerted 3
+    lines a time: 27 false alerts). Set equal, every burst alerts as many."""
+    failed = "upstream <IP> timed out while reading response header"
+    for later in (1, 3):
+        config = CONFIG.model_copy(update={"episode_alerts": 3, "later_episode_alerts": later, "routine_window": 300})
+        adaptive = AdaptiveThresholds(config)
+        feed(adaptive, "src", 300)
+        bursts = []
+        for burst in range(3):
+            bursts.append(sum(judge_and_learn(adaptive, failed, level="ERROR").anomaly for _ in range(6)))
+            feed(adaptive, "src", 400, seed=burst)  # quiet between bursts, longer than routine_window
+        assert bursts == [3, later, later], later
 
 
 def test_a_burst_tells_its_news_once_per_stream():

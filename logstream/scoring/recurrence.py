@@ -86,13 +86,17 @@ class Recurrence:
         """Lines its ongoing episode has had once they are ``episode_alerts`` or more (the news is told:
         the rest of the burst is the same news), else None. With the line's ``stream``, its lines of the
         burst in that stream: one HDFS block's failure is not another's news, though both come in one burst
-        of the source (beyond ``MAX_BURST_STREAMS`` streams in one burst, the burst's lines in all)."""
+        of the source (beyond ``MAX_BURST_STREAMS`` streams in one burst, the burst's lines in all). A later
+        burst of a pattern tells its news in ``later_episode_alerts`` lines: its coming back is the news."""
         if not config.episode_alerts or not self.episodes:
             return None
         _, last, lines = self.episodes[-1]
         if stream is not None and len(self.burst_streams) < MAX_BURST_STREAMS:
             lines = self.burst_streams.get(stream, 0)
-        return lines if now - last <= config.routine_gap and lines >= config.episode_alerts else None
+        later = self.comebacks > 1 and config.later_episode_alerts
+        told = config.later_episode_alerts if later else config.episode_alerts
+        # ``now``: the source's lines before the one judged, which ``add`` would count at ``now + 1``
+        return lines if now + 1 - last <= config.routine_gap and lines >= told else None
 
     def as_json(self, templates: dict[int, str] | None = None) -> dict:
         """As JSON-able data; with ``templates`` (step -> template text), the step it came after too."""
