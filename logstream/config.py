@@ -271,7 +271,7 @@ class AdaptiveSettings(Section):
                                       "'Received UDP packet from unknown source' every few hundred lines alerted 3 "
                                       "lines a time, 27 false alerts; 196 -> 154 false alerts in the thirteen "
                                       "replayed corpora for 2 of 1,216 events missed, BGL chronological F1 at the "
-                                      "live threshold 0.522 -> 0.423: benchmarks/results/adaptive_sweep.md). 0: as "
+                                      "live threshold 0.522 -> 0.423: benchmarks/results/adaptive_sweep_later.md). 0: as "
                                       "`episode_alerts`")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
     startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports a start or stop "

@@ -94,7 +94,8 @@ source has shown, per template:
   of errors (an upstream down for a minute) alerts its first ``episode_alerts`` lines, however many
   lines it has (the rest is the same news: a 784-line burst of one HDFS WARN, each line about
   another block, alerted 92 blocks when every line of a burst alerted: measured), and the next
-  burst is news again; an error that strikes now and then stays news. Routine lines are not learned as normal problems: once a
+  burst is news again, told in its first ``later_episode_alerts`` lines (the coming back is the news);
+  an error that strikes now and then stays news. Routine lines are not learned as normal problems: once a
   pattern has been quiet for ``routine_window`` lines it is news again.
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
   the scores of the lines it was marked on, and the marked line's pattern at its level (or its access
@@ -646,7 +647,8 @@ class AdaptiveThresholds:
         """Why a level or problem pattern that alerted before does not alert now, or None: it keeps
         coming back often enough to be the source's routine, or each time as the step after the same line
         of its stream (``after``, the step of the stream's previous line), or its ongoing burst has already
-        alerted ``episode_alerts`` lines (the rest of a burst is the same news)."""
+        alerted ``episode_alerts`` lines, a later burst ``later_episode_alerts`` (the rest of a burst is the same
+        news)."""
         if recurrence is None:
             return None
         if recurrence.routine(state.lines, self.config, for_good, window):
