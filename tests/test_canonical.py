@@ -187,6 +187,21 @@ def test_structured_lines_keep_their_fields_and_survive_hostile_json():
     assert canonicalizer.read("s", "level=warn msg=\"queue full\" size=1024").text == "WARN: queue full size=1024"
 
 
+def test_a_record_with_a_numeric_level_and_a_named_one_reads_the_named_one():
+    """PowerDNS Recursor's structured lines carry ``level="0"`` (a verbosity) beside ``prio="Notice"``: read as
+    syslog severity 0, every line was CRITICAL. A number still reads as a severity where no key names one."""
+    reader = Canonicalizer()
+    pdns = reader.read("pdns", 'Dec 07 06:06:08 msg="Question answered from packet cache" subsystem="in" level="0" '
+                               'prio="Notice" tid="3" ts="1796623568.185" proto="udp" qtype="TXT"')
+    assert pdns.level == "NOTICE" and "prio=" not in pdns.text and "proto=udp" in pdns.text
+    warning = reader.read("pdns2", 'msg="NOT using IPv6 for outgoing queries" subsystem="config" level="0" '
+                                   'prio="Warning" tid="0"')
+    assert warning.level == "WARN"
+    journald = reader.read("journal", json.dumps({"MESSAGE": "disk full", "PRIORITY": "3",
+                                                  "__REALTIME_TIMESTAMP": "1796623568185000"}))
+    assert journald.level == "ERROR"
+
+
 def test_levels_have_one_spelling():
     assert {normalize_level(x) for x in ("W", "warn", "WARNING", "4")} == {"WARN"}
     assert normalize_level("E") == normalize_level("err") == normalize_level("SEVERE") == "ERROR"

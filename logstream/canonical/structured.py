@@ -15,7 +15,7 @@ from .formats import http_status
 
 MESSAGE_KEYS = ("msg", "message", "MESSAGE", "@message", "log", "text", "short_message", "body", "event")
 LEVEL_KEYS = ("level", "lvl", "severity", "levelname", "log.level", "loglevel", "@level", "severity_text",
-              "SeverityText", "PRIORITY", "priority")
+              "SeverityText", "PRIORITY", "priority", "prio")
 TIME_KEYS = ("ts", "time", "timestamp", "@timestamp", "@t", "t", "datetime", "date", "asctime",
              "__REALTIME_TIMESTAMP", "_SOURCE_REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "observed_time",
              "time_unix_nano", "timeUnixNano", "observedTimeUnixNano")
@@ -71,6 +71,24 @@ def _first(fields: dict, keys) -> tuple[str | None, str | None]:
     return None, None
 
 
+def _level(fields: dict) -> str | None:
+    """The record's level: the first level key whose value is a word; a number (a syslog severity, as
+    journald's PRIORITY) only where no level key holds a word. PowerDNS Recursor writes ``level="0"`` (its
+    verbosity, 0 for every message it always logs) beside ``prio="Notice"``: read as severity 0, every line
+    was CRITICAL (measured: 14.4 false alerts per 1,000 lines of its first run, most of them at a 'rare'
+    CRITICAL)."""
+    number = None
+    for key in LEVEL_KEYS:
+        value = fields.get(key)
+        if value is None or value == "":
+            continue
+        value = _text(value)
+        if not value.strip().isdigit():
+            return value
+        number = number if number is not None else value
+    return number
+
+
 def _assemble(fields: dict, need_message: bool = True, extras: bool = True) -> dict | None:
     """Header groups (as a format's regex would give them) from a flat mapping; None when it has no
     message field and ``need_message``."""
@@ -78,7 +96,10 @@ def _assemble(fields: dict, need_message: bool = True, extras: bool = True) -> d
     if message is None and need_message:
         return None
     groups = {"message": message or ""}
-    for name, keys in (("level", LEVEL_KEYS), ("timestamp", TIME_KEYS), ("component", COMPONENT_KEYS),
+    level = _level(fields)
+    if level is not None:
+        groups["level"] = level
+    for name, keys in (("timestamp", TIME_KEYS), ("component", COMPONENT_KEYS),
                        ("process", PROCESS_KEYS), ("host", HOST_KEYS), ("pid", PID_KEYS)):
         _, value = _first(fields, keys)
         if value is not None:
