@@ -338,6 +338,13 @@ def test_a_problem_word_counted_zero_is_no_problem_but_the_same_tally_above_zero
     assert judge("3 Invalid entries.").how == UNSEEN_PROBLEM
     assert judge("retry 0 failed").how == UNSEEN_PROBLEM  # a 0 that is an index, not a tally
     assert judge("source: x.conf line: 34 pos: 0 parser failed").how == UNSEEN_PROBLEM  # a field's value
+    # "no" is a zero where a 0 would be: PowerDNS's "rcode=0 (No Error)", CUPS's "exited with no errors"
+    for text in ("www.test: Got 1 answers, rcode=0 (No Error), aa=1", "PID 42 (socket) exited with no errors.",
+                 "No errors found"):
+        assert adaptive._problem_words_in(text, text=text) == [], text
+    for text, words in (("no such file or directory", ["no such"]), ("No data received, connection timed out",
+                        ["timed out"]), ("error: no error handler for x failed", ["error", "failed"])):
+        assert adaptive._problem_words_in(text, text=text) == words, text
     # a long line full of problem words: each tally is still read where it is, the rest are problems
     crowded = "error " * 2000 + "done, 0 failed"
     assert adaptive._problem_words_in(crowded, text=crowded) == ["error"]
