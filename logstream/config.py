@@ -270,9 +270,9 @@ class AdaptiveSettings(Section):
                                       "alerted before: its comeback is news, its first line says it (tinc's "
                                       "'Received UDP packet from unknown source' every few hundred lines alerted 3 "
                                       "lines a time, 27 false alerts; 196 -> 154 false alerts in the thirteen "
-                                      "replayed corpora for 2 of 1,216 events missed, BGL chronological F1 at the "
-                                      "live threshold 0.522 -> 0.423: benchmarks/results/adaptive_sweep_later.md). 0: as "
-                                      "`episode_alerts`")
+                                      "replayed corpora for 2 of 1,216 events missed: benchmarks/results/adaptive_sweep_later.md; BGL "
+                                      "chronological F1 at the live threshold 0.522 -> 0.423: benchmarks/results/"
+                                      "detection.md). 0: as `episode_alerts`")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
     startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports a start or stop "
                                "(and after its first line) that are its start-up: a line there without problem words "

@@ -77,16 +77,8 @@ def _level(fields: dict) -> str | None:
     verbosity, 0 for every message it always logs) beside ``prio="Notice"``: read as severity 0, every line
     was CRITICAL (measured: 14.4 false alerts per 1,000 lines of its first run, most of them at a 'rare'
     CRITICAL)."""
-    number = None
-    for key in LEVEL_KEYS:
-        value = fields.get(key)
-        if value is None or value == "":
-            continue
-        value = _text(value)
-        if not value.strip().isdigit():
-            return value
-        number = number if number is not None else value
-    return number
+    values = [_text(fields[key]) for key in LEVEL_KEYS if fields.get(key) not in (None, "")]
+    return next((value for value in values if not value.strip().isdigit()), values[0] if values else None)
 
 
 def _assemble(fields: dict, need_message: bool = True, extras: bool = True) -> dict | None:
