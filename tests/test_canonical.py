@@ -185,6 +185,9 @@ def test_structured_lines_keep_their_fields_and_survive_hostile_json():
     assert canonicalizer.read("s", deep).format == WHOLE  # RecursionError inside json: read as text
     assert canonicalizer.read("s", '{"no": "message field"}').format != "json"
     assert canonicalizer.read("s", "level=warn msg=\"queue full\" size=1024").text == "WARN: queue full size=1024"
+    # a level that is no syslog severity: a digit int() refuses, more digits than it reads, a pino number
+    for level, read in (("²", "²"), ("9" * 5000, None), ("30", None), ("3", "ERROR")):
+        assert canonicalizer.read("s", json.dumps({"msg": "x", "level": level})).level == read, level[:8]
 
 
 def test_a_record_with_a_numeric_level_and_a_named_one_reads_the_named_one():

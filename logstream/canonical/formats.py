@@ -93,9 +93,8 @@ def normalize_level(level: str | None) -> str | None:
     level = level.strip()
     if not level or level == "-":
         return None
-    if level.isdigit():
-        number = int(level)
-        return SYSLOG_SEVERITY[number] if number < len(SYSLOG_SEVERITY) else None
+    if level.isascii() and level.isdigit():  # a syslog severity; not "²" or 5,000 digits, which int() refuses
+        return SYSLOG_SEVERITY[int(level)] if len(level) <= 2 and int(level) < len(SYSLOG_SEVERITY) else None
     return LEVEL_ALIASES.get(level.upper(), level.upper())
 
 

@@ -78,7 +78,8 @@ def _level(fields: dict) -> str | None:
     was CRITICAL (measured: 14.4 false alerts per 1,000 lines of its first run, most of them at a 'rare'
     CRITICAL)."""
     values = [_text(fields[key]) for key in LEVEL_KEYS if fields.get(key) not in (None, "")]
-    return next((value for value in values if not value.strip().isdigit()), values[0] if values else None)
+    return next((value for value in values if not (value.isascii() and value.strip().isdigit())),
+                values[0] if values else None)
 
 
 def _assemble(fields: dict, need_message: bool = True, extras: bool = True) -> dict | None:
