@@ -185,8 +185,8 @@ def test_structured_lines_keep_their_fields_and_survive_hostile_json():
     assert canonicalizer.read("s", deep).format == WHOLE  # RecursionError inside json: read as text
     assert canonicalizer.read("s", '{"no": "message field"}').format != "json"
     assert canonicalizer.read("s", "level=warn msg=\"queue full\" size=1024").text == "WARN: queue full size=1024"
-    # a level that is no syslog severity: a digit int() refuses, more digits than it reads, a pino number
-    for level, read in (("²", "²"), ("9" * 5000, None), ("30", None), ("3", "ERROR")):
+    # a level that is no syslog severity: a digit int() refuses, more digits than it reads, no pino number
+    for level, read in (("²", "²"), ("9" * 5000, None), ("35", None), ("3", "ERROR")):
         assert canonicalizer.read("s", json.dumps({"msg": "x", "level": level})).level == read, level[:8]
 
 
@@ -203,6 +203,12 @@ def test_a_record_with_a_numeric_level_and_a_named_one_reads_the_named_one():
     journald = reader.read("journal", json.dumps({"MESSAGE": "disk full", "PRIORITY": "3",
                                                   "__REALTIME_TIMESTAMP": "1796623568185000"}))
     assert journald.level == "ERROR"
+    # bunyan and pino (Node.js) number their levels 10 to 60: 30 is info, 50 an error
+    bunyan = {"v": 0, "name": "api", "hostname": "web1", "pid": 7, "time": "2026-12-07T08:00:00.000Z"}
+    assert reader.read("node", json.dumps(bunyan | {"level": 30, "msg": "listening"})).level == "INFO"
+    failed = reader.read("node", json.dumps(bunyan | {"level": 50, "msg": "request failed"}))
+    assert failed.level == "ERROR" and failed.text.startswith("ERROR api: request failed")
+    assert reader.read("node", json.dumps({"level": 60, "levelname": "warning", "msg": "x"})).level == "WARN"
 
 
 def test_levels_have_one_spelling():

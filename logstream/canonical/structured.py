@@ -16,6 +16,8 @@ from .formats import http_status
 MESSAGE_KEYS = ("msg", "message", "MESSAGE", "@message", "log", "text", "short_message", "body", "event")
 LEVEL_KEYS = ("level", "lvl", "severity", "levelname", "log.level", "loglevel", "@level", "severity_text",
               "SeverityText", "PRIORITY", "priority", "prio")
+# bunyan's and pino's numeric levels (Node.js loggers)
+NODE_LEVELS = {"10": "TRACE", "20": "DEBUG", "30": "INFO", "40": "WARN", "50": "ERROR", "60": "FATAL"}
 TIME_KEYS = ("ts", "time", "timestamp", "@timestamp", "@t", "t", "datetime", "date", "asctime",
              "__REALTIME_TIMESTAMP", "_SOURCE_REALTIME_TIMESTAMP", "__MONOTONIC_TIMESTAMP", "observed_time",
              "time_unix_nano", "timeUnixNano", "observedTimeUnixNano")
@@ -78,8 +80,11 @@ def _level(fields: dict) -> str | None:
     was CRITICAL (measured: 14.4 false alerts per 1,000 lines of its first run, most of them at a 'rare'
     CRITICAL)."""
     values = [_text(fields[key]) for key in LEVEL_KEYS if fields.get(key) not in (None, "")]
-    return next((value for value in values if not (value.isascii() and value.strip().isdigit())),
-                values[0] if values else None)
+    words = [value for value in values if not (value.isascii() and value.strip().isdigit())]
+    if words:
+        return words[0]
+    # bunyan and pino write {"level":30,...}: numbers no syslog severity reaches (it ends at 7)
+    return NODE_LEVELS.get(_text(fields.get("level", "")).strip(), values[0] if values else None)
 
 
 def _assemble(fields: dict, need_message: bool = True, extras: bool = True) -> dict | None:
