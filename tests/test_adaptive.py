@@ -8,9 +8,11 @@ import re
 
 import pytest
 
+from logstream.canonical import Canonicalizer
 from logstream.config import AdaptiveSettings
 from logstream.scoring.adaptive import (CALIBRATED, COLD, FEEDBACK, NOVEL, OUT_OF_RANGE, RARE_LEVEL, TEMPLATE,
-                                       UNSEEN_PROBLEM, AdaptiveThresholds, level_key, record_key, without_ids)
+                                       UNSEEN_PROBLEM, AdaptiveThresholds, level_key, record_key, without_ids,
+                                       writer_key)
 from logstream.scoring.masking import LineMasker
 from logstream.scoring.value_fields import ERROR_CODE, value_fields
 
@@ -1061,6 +1063,54 @@ def test_a_warning_that_each_time_comes_right_after_the_same_rare_line_of_its_st
         line("a", (f"GET /live.mp3 served to {USERS[0]}", "INFO"))
         common.append(line("a", warning))
     assert all(v.anomaly for v in common)  # always after the most common line: no step of a sequence
+
+
+def test_a_step_comes_after_its_own_writers_line_where_threads_of_one_stream_interleave():
+    """atftpd serves each transfer on a thread of its own, all into one log: a boot ROM probes a file's size and
+    aborts (``sent OACK`` then ``received ERROR <... TFTP Aborted>``), and another transfer's lines come in
+    between as often as not. The writer (process and thread, as the syslog header names it) makes each thread's
+    previous line the one the problem comes after: a step the source takes once it has come after it
+    ``sequence_episodes`` times. Read as one stream without writers the same lines stay news; and after another
+    line of its own thread the problem is news."""
+    config = CONFIG.model_copy(update={"routine_episodes": 0, "problem_routine_episodes": 0, "sequence_episodes": 3})
+    probe, aborted = "sent OACK <tsize: <N4>>", "received ERROR <code: <N1>, msg: TFTP Aborted>"
+    block = "sent DATA <block: <N2>, size <N4>>"
+
+    def run(writers: bool) -> list:
+        adaptive = AdaptiveThresholds(config)
+
+        def line(thread: str, text: str):
+            writer = f"atftpd[4242.{thread}]" if writers else None
+            verdict = adaptive.judge("src", text, 2.0, stream="atftpd.log", writer=writer)
+            if verdict.anomaly:
+                adaptive.seen("src", 2.0, text, stream="atftpd.log", writer=writer)
+            else:
+                adaptive.learn("src", text, 2.0, routine=verdict.routine is not None, stream="atftpd.log",
+                               writer=writer)
+            return verdict
+
+        for i in range(600):  # two threads' transfers
+            line("1" if i % 2 else "2", block)
+        verdicts = []
+        for episode in range(6):
+            line("7", probe)
+            line("1", block)  # the other thread's line comes in between
+            verdicts.append(line("7", aborted))
+            for i in range(60):
+                line("1" if i % 2 else "2", block)
+        line("7", block)
+        verdicts.append(line("7", aborted))  # after another line of its thread: news
+        return verdicts
+
+    with_writers = run(writers=True)
+    assert [v.anomaly for v in with_writers] == [True] * 3 + [False] * 3 + [True]
+    assert all("a step the source takes" in v.routine for v in with_writers[3:6])
+    assert all(v.anomaly for v in run(writers=False))
+    reader = Canonicalizer()  # the syslog header names the thread too
+    read = reader.read("tftp", "Dec 07 06:12:46 vm atftpd[13009.140622073362112]: received ERROR <code: 0, msg: TFTP Aborted>")
+    assert (read.host, read.process, read.pid) == ("vm", "atftpd", "13009.140622073362112")
+    assert read.message.startswith("received ERROR")
+    assert writer_key(read.process, read.pid) == "atftpd[13009.140622073362112]"
 
 
 def test_a_problem_after_a_line_that_mostly_leads_elsewhere_is_a_branch_not_a_step():

@@ -36,6 +36,7 @@ LEVEL_WORD = (r"(?i:TRACE|DEBUG|INFO|NOTICE|WARN|WARNING|ERROR|ERR|CRIT|CRITICAL
 # parentheses ("sshd(pam_unix)"); no '<', '>', ':' or '[' inside.
 TAG_WORD = r"[A-Za-z_./][\w.\-/()@]{0,63}"  # a one-word tag
 PROCESS = TAG_WORD + r"(?: [\w.\-/()@]{1,32}){0,2}"
+PID = r"\d+(?:\.\d+)?"  # atftpd names the thread too: "atftpd[13009.140622073362112]"
 
 
 @dataclass(frozen=True)
@@ -411,9 +412,9 @@ FORMATS: tuple[LogFormat, ...] = (
         # a level word is no host name: "2026-...Z WARN serve{...}: ..." is Rust tracing (iso_prefix); nor is
         # a tag: a program writing its own file in syslog's time has none ("Dec  4 22:23:08 dnsmasq[26373]: ...")
         rf"^(?:<(?P<pri>\d{{1,3}})>)?(?P<timestamp>{SYSLOG_TIME}|{RFC3339})\s+(?=\S)(?!{LEVEL_WORD}:?\s)"
-        rf"(?:(?!{TAG_WORD}(?:\[\d+\])?:\s)(?P<host>\S+)\s+)?"
+        rf"(?:(?!{TAG_WORD}(?:\[{PID}\])?:\s)(?P<host>\S+)\s+)?"
         # MIT Kerberos writes its level after the pid: "krb5kdc[24909](info): ..."
-        rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>\d+)\])?(?:\((?P<level>{LEVEL_WORD})\))?(?: \(\S+?\))?: ?)?"
+        rf"(?:(?P<process>{PROCESS})(?:\[(?P<pid>{PID})\])?(?:\((?P<level>{LEVEL_WORD})\))?(?: \(\S+?\))?: ?)?"
         rf"(?P<message>.*)$",
         post=_syslog_header),
     LogFormat(

@@ -282,6 +282,19 @@ def level_key(level: str | None, event: str | None = None) -> str | None:
     return f"{level} {event}" if event else level
 
 
+def writer_key(process: str | None, pid: str | None) -> str | None:
+    """Who wrote a line, where its format says: its process and pid (or thread); None where it names neither."""
+    return None if process is None and pid is None else f"{process or ''}[{pid or ''}]"
+
+
+def after_key(stream: str | None, writer: str | None) -> str | None:
+    """Whose previous line a line comes after: its writer's within its stream, where the format names the
+    writer (a process, its pid or thread), else its stream's. atftpd serves each transfer on a thread of its
+    own and their lines interleave: its "TFTP Aborted" after each boot ROM's size probe came right after that
+    thread's "sent OACK" each time, but after another transfer's line as often as not."""
+    return stream if writer is None else f"{stream or ''}\x1f{writer}"
+
+
 def has_event(level: str | None) -> bool:
     """Whether a level key carries its event (``level_key``: ``WARN Not Found``)."""
     return level is not None and " " in level
@@ -343,7 +356,7 @@ class AdaptiveThresholds:
 
     def judge(self, source: str, masked: str, score: float, calibrated: float | None = None,
               level: str | None = None, text: str | None = None, stream: str | None = None,
-              record: str | None = None) -> Verdict:
+              record: str | None = None, writer: str | None = None) -> Verdict:
         """Decide on a line (does not learn from it: call ``learn`` once it is known to be normal).
 
         ``calibrated``: the model's own threshold for this line, used where it holds (``calibration_holds``).
@@ -354,13 +367,15 @@ class AdaptiveThresholds:
         (``Recurrence.in_sequence``).
         ``record``: what makes the line one with the stream's line before it (``record_key``): the rest of a
         record one of whose lines alerted is that alert's, not news of its own.
+        ``writer``: the process (and its pid or thread) that wrote the line, where the format names it: a step
+        comes after the line its writer wrote before it (``after_key``), not after another thread's.
         """
         verdict = self._judge_score(source, masked, score)
         state = self._sources[source]
         if self._same_record(state, stream, record):
             return replace(verdict, anomaly=False, routine="a line of the record above (its time and level), "
                            "which alerted")
-        after = state.previous.get(stream)
+        after = state.previous.get(after_key(stream, writer))
         words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         if verdict.anomaly and verdict.how == NOVEL:
             orderly = self._orderly(masked, words)
@@ -714,10 +729,10 @@ class AdaptiveThresholds:
     # -- learning -------------------------------------------------------------------------------
 
     def learn(self, source: str, masked: str, score: float, level: str | None = None, routine: bool = False,
-              text: str | None = None, stream: str | None = None) -> None:
+              text: str | None = None, stream: str | None = None, writer: str | None = None) -> None:
         """Take a line that did not alert as normal: its template's and its source's histories grow.
         ``routine``: a problem held back as routine (``Verdict.routine``): its level and problem pattern
-        count as coming back again, not as normal. ``level``, ``text`` and ``stream`` as for ``judge``."""
+        count as coming back again, not as normal. ``level``, ``text``, ``stream`` and ``writer`` as for ``judge``."""
         state = self._source(source)
         if source in self._rescoring:
             cluster = self._match(state.miner, masked)
@@ -731,7 +746,7 @@ class AdaptiveThresholds:
             # where "is UP" is benign) is still news
             key = self._problem_key(state, masked, words)
         elif routine:
-            key = self._recur(state, masked, level, words, state.previous.get(stream), stream)
+            key = self._recur(state, masked, level, words, state.previous.get(after_key(stream, writer)), stream)
         else:
             key = self._problem_normal(state, masked, words)
             state.levels[level] = state.levels.get(level, 0) + 1
@@ -751,10 +766,11 @@ class AdaptiveThresholds:
         template.scores.append(score)
         template.startup = state.startups
         self._learn_ranges(template, masked, text)
-        self._step(state, stream, cluster_id)
+        self._step(state, after_key(stream, writer), cluster_id)
 
     def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None,
-             text: str | None = None, how: str | None = None, stream: str | None = None) -> None:
+             text: str | None = None, how: str | None = None, stream: str | None = None,
+             writer: str | None = None) -> None:
         """Count a line that alerted (it is not learned from, but the source has shown one more line,
         at its level; with its text, its problem pattern counts one more alert, and its entities move
         on to its step: ``how`` it alerted, ``OUT_OF_ORDER``, counts its pair of steps once more)."""
@@ -765,11 +781,12 @@ class AdaptiveThresholds:
         self._record_alerted(state, stream)
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
+            key = after_key(stream, writer)
             self._startup_line(state, masked, words, self._recur(state, masked, level, words,
-                                                                 state.previous.get(stream), stream))
+                                                                 state.previous.get(key), stream))
             cluster = self._match(state.miner, masked)
             step = cluster.cluster_id if cluster is not None else None
-            self._step(state, stream, step)
+            self._step(state, key, step)
             self._flow_step(state, step, text, masked, normal=False, alerted=how == OUT_OF_ORDER)
             self._since_start(state, cluster)
             if cluster is not None:  # its fields out of range come back once more
@@ -904,7 +921,8 @@ class AdaptiveThresholds:
             state.records[stream] = (state.records[stream][0], True)
 
     def _step(self, state: _Source, stream: str | None, step: int | None) -> None:
-        """The stream's latest line was at ``step`` (its template; None: a new one that alerted)."""
+        """The stream's (or its writer's, ``after_key``) latest line was at ``step`` (its template; None: a
+        new one that alerted)."""
         state.previous[stream] = step
         state.previous.move_to_end(stream)
         while len(state.previous) > self.config.flow_entities:

@@ -15,7 +15,7 @@ import torch
 from ..cache import Chunk, EngineConfig, StreamingEngine
 from ..canonical import CanonicalLine, Canonicalizer, normalize_level, read_whole
 from ..model import LoadedModel, load_model
-from .adaptive import BASELINE, AdaptiveThresholds, Verdict, level_key, record_key
+from .adaptive import BASELINE, AdaptiveThresholds, Verdict, level_key, record_key, writer_key
 from .aggregate import AGGREGATES, lines_aggregates
 from .card import Calibration, ModelCard
 from .masking import LineMasker
@@ -236,18 +236,21 @@ class LineScorer:
             # an access record (a line with its event: a request's status) is a record of its own
             record = (record_key(line.canonical.timestamp, line.canonical.level, line.canonical.pid)
                       if line.canonical is not None and line.canonical.event is None else None)
+            writer = writer_key(line.canonical.process, line.canonical.pid) if line.canonical is not None else None
             line.verdict = self.adaptive.judge(source, line.masked, line.score, calibrated=line.threshold,
-                                               level=level, text=text, stream=line.stream, record=record)
+                                               level=level, text=text, stream=line.stream, record=record,
+                                               writer=writer)
             if known_normal:
                 line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None,
                                        note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly:
                 self.adaptive.seen(source, line.score, line.masked, level=level, text=text, how=line.verdict.how,
-                                   stream=line.stream)
+                                   stream=line.stream, writer=writer)
             else:
                 self.adaptive.learn(source, line.masked, line.score, level=level,
-                                    routine=line.verdict.routine is not None, text=text, stream=line.stream)
+                                    routine=line.verdict.routine is not None, text=text, stream=line.stream,
+                                    writer=writer)
 
     def end_surprise(self, stream: str) -> float | None:
         """-log p(end of session | the stream so far), in nats; None for a model not trained with
