@@ -105,7 +105,7 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  r"problems?|conflict(?:s|ing)?|abort(?:ed|ing)?|"
                  r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|"
                  r"invalid|illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
-                 r"cannot|can't|unable|timed out|timeout(?!\s+(?:<N\d+>|\d)|:\s*(?:<N\d+>|\d+)\s*$)|unreachable|too (?:large|long|many|big)|out of memory|"
+                 r"cannot|can't|unable|timed out|timeout(?!\s+(?:<N\d+>|\d)|\s*:\s*[A-Za-z-]*(?:<N\d+>|\d+)\w*\s*(?:$|[,;]))|unreachable|too (?:large|long|many|big)|out of memory|"
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe|"
                  # what the fifth corpus's first run missed: postfix's rejects and deferrals, sshd's and
                  # dnsmasq's bad options, dnsmasq's unsupported requests and rebind attacks
@@ -169,7 +169,9 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # corpora)
                  r"(?:didn't|did not|doesn't|does not|not) respond(?:ing)?|no response)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
-# 10000"; a timeout that happened reads "timed out", "timeout while ...", "timeout after 30 s")
+# 10000", or a key and its value ending a clause ("timeout: 30s,", UPnP's "Timeout: Second-1800" header, which
+# MiniDLNA traces with each subscription; "timeout=30s" is a key, never a problem word); a timeout that happened
+# reads "timed out", "timeout while ...", "timeout after 30 s", "Ping timeout: 120 seconds")
 # ids of entities whose lives are followed (``logstream.scoring.flows``): an HDFS block, a ZooKeeper session
 # (``0x...``), a request, queue or trace id of 8 or more hex digits in one case with a letter and a digit in it
 # (``dba9b65e``, Postfix's ``4F2A1B3C9D``; not a date or a count, not a word)

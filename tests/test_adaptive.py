@@ -556,6 +556,11 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
     # a timeout that names its setting at the end of the line (Gunicorn's configuration at start-up) is none;
     # one that happened, with its unit, is
     assert adaptive._problem_words_in("timeout: <N2>") == []
+    # so is a key with its value: UPnP's subscription header, a logfmt setting
+    for setting in ("Timeout: Second-<N4>", "TIMEOUT: Second-<N4>", "dial timeout: <N2>s, retries: <N1>"):
+        assert adaptive._problem_words_in(setting) == [], setting
+    for happened in ("timeout: no answer from <IP>", "read timeout: <N2>s exceeded", "timeout after <N2>s"):
+        assert "timeout" in adaptive._problem_words_in(happened), happened
     assert adaptive._problem_words_in("Shutting down connection <N1> (Ping timeout: <N1> seconds)") == ["timeout"]
     # a limit described, not exceeded (ClamAV's start-up settings)
     assert adaptive._problem_words_in("Heuristic alerting enabled for scans that exceed set maximums.") == []
