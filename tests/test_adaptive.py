@@ -667,6 +667,19 @@ def test_an_id_the_masker_left_in_pieces_is_one_placeholder_in_the_rules_pattern
     kept = "GET HTTP/<N1>.<N1> from web<N2> x<N2>_<N2> ip-<N2>-<N1>-<N1>-<N1> <N1>/<N1>/<N1>/<N1>"
     assert without_ids(kept) == kept
     assert without_ids("ab" * 500_000 + " <N1>") == "ab" * 500_000 + " <N1>"  # a regex that backtracks: minutes
+    # a peer named at the head of the line: OpenVPN's each client's lines, one pattern (not mid-line: squid's
+    # hierarchy code is a word)
+    refused = "write UDPv<N1> [ECONNREFUSED]: Connection refused (fd=<N1>,code=<N3>)"
+    assert without_ids(f"judy/<IP> {refused}") == without_ids(f"site-lyon/<IP> {refused}") == f"<ID>/<IP> {refused}"
+    assert without_ids("<N3> TCP_MISS/<N3> GET http://x/ - HIER_DIRECT/<IP> text/html") == (
+        "<N3> TCP_MISS/<N3> GET http://x/ - HIER_DIRECT/<IP> text/html")
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    for client in ("judy", "carol", "site-lyon"):  # each client's the same problem, coming back
+        assert judge_and_learn(adaptive, f"{client}/<IP> {refused}").how == UNSEEN_PROBLEM
+        feed(adaptive, "src", 30)
+    problems = [p for p in adaptive.state()["sources"]["src"]["problems"] if p["alerts"]]
+    assert [(p["template"], p["alerts"]["comebacks"]) for p in problems] == [(f"<ID>/<IP> {refused}", 3)]
 
 
 def test_a_problem_word_in_a_fields_quoted_value_is_what_a_client_sent():

@@ -248,12 +248,19 @@ ID_TOKEN = re.compile(r"[\w<>-]+")  # a run of word characters and placeholders 
 PLACEHOLDER = re.compile(r"<(?:N\d+|HEX)>")
 
 
+# a peer named at the head of a line, by its name and address (OpenVPN's ``alice/<IP> write UDPv4 ...`` for each
+# client): drain3 sorts lines by their first words, so each client's lines were patterns of their own
+PEER_HEAD = re.compile(r"^[\w.@-]+(?=/<IP>)")
+
+
 def without_ids(masked: str) -> str:
     """``masked`` with each identifier the masker left in pieces as ``<ID>``, for the patterns the rules keep
     (drain3's clusters): one such id per line made each line a pattern of its own, a problem never routine
     (measured, read without their formats: Prosody's debug lines per session, 18.2 false alerts per 1,000;
-    Exim's per message, 16.4)."""
-    return ID_TOKEN.sub(_id_or_token, masked) if "<" in masked else masked
+    Exim's per message, 16.4). So is the name of a peer at the head of a line (``PEER_HEAD``)."""
+    if "<" not in masked:
+        return masked
+    return ID_TOKEN.sub(_id_or_token, PEER_HEAD.sub("<ID>", masked, count=1))
 
 
 def _id_or_token(match: re.Match) -> str:
