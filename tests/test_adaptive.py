@@ -546,9 +546,14 @@ def test_the_fields_usual_problem_phrases_read_as_problems():
                        # a message code's parts are words: Kerberos's, Kea's (an underscore is a word character)
                        ("AS_REQ (<N1> etypes {camellia<N3>-cts-cmac(<N2>)}) <IP>: BAD_ENCRYPTION_TYPE: heidi@ONB.TEST",
                         "bad"),
-                       ("DHCP<N1>_PACKET_DROP_<N4> [hwtype=<N1> <HEX>], tid=<HEX>, from interface lo: missing", "drop")):
+                       ("DHCP<N1>_PACKET_DROP_<N4> [hwtype=<N1> <HEX>], tid=<HEX>, from interface lo: missing", "drop"),
+                       # and in upper kebab case: Network UPS Tools' protocol errors (not a name's "fail-over")
+                       ("[D<N1>] write: [destfd=<N1>] [len=<N2>] [ERR ACCESS-DENIED]", "denied"),
+                       ("[D<N1>] write: [destfd=<N1>] [len=<N2>] [ERR INVALID-ARGUMENT]", "invalid")):
         assert word in adaptive._problem_words_in(line), line
     assert adaptive._problem_words_in("Channel SIP/alice-<N8> hung up") == []  # a call ended
+    assert adaptive._problem_words_in("fail-over to node-<N1> done, mode READ-WRITE") == []
+    assert adaptive._problem_words_in("reply <N1> (NO-ERROR)", text="reply 7 (NO-ERROR)") == []  # "(No Error)"
     # a process ended by a fatal signal, read by its number in the text; a stop asked for (SIGTERM) is none
     killed = "Worker with pid <N5> was terminated due to signal <N1>"
     assert adaptive._problem_words_in(killed, text="Worker with pid 4242 was terminated due to signal 9") == ["signal 9"]

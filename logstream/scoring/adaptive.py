@@ -131,7 +131,6 @@ from .line_words import (
     NOT_BENIGN,
     QUOTED,
     START_STOP,
-    UPPER_SNAKE,
     ZERO_AFTER,
     ZERO_BEFORE,
     ZERO_REACH,
@@ -140,7 +139,7 @@ from .line_words import (
     fatal_signal,
     is_quiet,
     is_told_fine,
-    spaced_code,
+    spaced_codes,
 )
 from .masking import LineMasker
 from .recurrence import Recurrence
@@ -500,12 +499,13 @@ class AdaptiveThresholds:
         if is_quiet(level):
             masked = QUOTED.sub(blank_traced, masked)
         masked = KEYED_QUOTE.sub(blank_keyed, masked)
-        masked = UPPER_SNAKE.sub(spaced_code, GLUED_NUMBER.sub("0", masked))
+        masked = spaced_codes(GLUED_NUMBER.sub("0", masked))
         words = list(dict.fromkeys(m.group(0).lower() for m in self._problem_words.finditer(masked)))
         if words and text is not None:
-            zero = {m.group(0).lower() for m in self._problem_words.finditer(text)
-                    if ZERO_BEFORE.search(text, max(0, m.start() - ZERO_REACH), m.start())
-                    or ZERO_AFTER.match(text, m.end())}
+            spaced = spaced_codes(text)  # read as the words were: "NO-ERROR" is "NO ERROR", a zero
+            zero = {m.group(0).lower() for m in self._problem_words.finditer(spaced)
+                    if ZERO_BEFORE.search(spaced, max(0, m.start() - ZERO_REACH), m.start())
+                    or ZERO_AFTER.match(spaced, m.end())}
             words = [word for word in words if word not in zero]
         killed = fatal_signal(text) if text is not None else None  # its number is masked in ``masked``
         if killed:

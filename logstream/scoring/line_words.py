@@ -15,6 +15,9 @@ TOLD_FINE = frozenset({"INFO", "NOTICE"})  # levels at which a program says a li
 # a message code in upper snake case (Kerberos's ``BAD_ENCRYPTION_TYPE``, Kea's ``DHCP4_PACKET_DROP_0001``):
 # its parts are words (an underscore is a word character to a regex's ``\b``)
 UPPER_SNAKE = re.compile(r"(?<![\w<>])[A-Z0-9<>]*[A-Z][A-Z0-9<>]*(?:_[A-Z0-9<>]+)+(?![\w<>])")
+# the same in upper kebab case, words of two letters or more (Network UPS Tools' protocol errors ``ERR
+# ACCESS-DENIED``, ``ERR UNKNOWN-UPS``: a problem word after a "-" is otherwise part of a name, ``fail-over``)
+UPPER_KEBAB = re.compile(r"(?<![\w<>-])[A-Z]{2,}[A-Z0-9]*(?:-[A-Z]{2,}[A-Z0-9]*)+(?![\w<>-])")
 # words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
 # an orderly stop, and so is one "terminated by SIGTERM": Supervisor logs each stop it was asked for so; its
 # "exited: web_0 (exit status 0; not expected)" is a program that stopped when it should have kept running)
@@ -95,8 +98,13 @@ def is_told_fine(level: str | None) -> bool:
     return level is not None and level.split(" ", 1)[0] in TOLD_FINE
 
 
-def spaced_code(code: re.Match) -> str:
-    return code.group(0).replace("_", " ")
+def spaced_codes(line: str) -> str:
+    """``line`` with each message code in upper snake or kebab case read as words (``UPPER_SNAKE``, ``UPPER_KEBAB``)."""
+    return UPPER_KEBAB.sub(_spaced, UPPER_SNAKE.sub(_spaced, line))
+
+
+def _spaced(code: re.Match) -> str:
+    return code.group(0).replace("_", " ").replace("-", " ")
 
 
 def blank_traced(quoted: re.Match) -> str:
