@@ -9,11 +9,14 @@ reason and scores every other line.
 
 from __future__ import annotations
 
+import json
 import textwrap
+import threading
 
 import pytest
 
 from logstream.service.broker import EmbeddedBroker
+from logstream.service.inflight import InflightLog
 from service_helpers import Scenario, TopicReader, model_dir_or_skip
 from test_worker import many_streams, positions, produce
 
@@ -87,3 +90,30 @@ def test_a_worker_stopped_in_an_orderly_way_leaves_no_suspect(broker, tmp_path):
         assert worker.stop() == 0
         reader.close()
     assert not (tmp_path / f"faust-{scenario.tag}" / "inflight.json").exists()
+
+
+def test_two_writers_of_one_inflight_log_never_crash_on_each_others_temporary_file(tmp_path):
+    """Two workers started with one ``data_dir`` (its default is one per consumer group) write one inflight
+    log: each wrote ``inflight.tmp`` and replaced the log with it, so one's replace found the other's file
+    already moved and the worker crashed (seen once in CI's rebalance test). Each writer has a temporary
+    file of its own; here two threads hold batches as fast as they can."""
+    path = tmp_path / "inflight.json"
+    failures = []
+
+    def hold_many(partition: int):
+        log = InflightLog(path)
+        try:
+            for offset in range(2000):
+                log.hold([("lines", partition, offset)])
+        except OSError as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=hold_many, args=(p,)) for p in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    held = json.loads(path.read_text())["held"]
+    assert held in ([["lines", 0, 1999]], [["lines", 1, 1999]])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["inflight.json"]  # no temporary file left behind
