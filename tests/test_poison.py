@@ -14,11 +14,11 @@ import textwrap
 import threading
 
 import pytest
+from service_helpers import Scenario, TopicReader, model_dir_or_skip
+from test_worker import many_streams, positions, produce
 
 from logstream.service.broker import EmbeddedBroker
 from logstream.service.inflight import InflightLog
-from service_helpers import Scenario, TopicReader, model_dir_or_skip
-from test_worker import many_streams, positions, produce
 
 POISON = "this line kills the worker POISON-PILL"
 CRASH = textwrap.dedent(f"""
