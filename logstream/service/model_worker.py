@@ -303,8 +303,8 @@ class ModelWorker:
         if self.scorer.adaptive is None or path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.scorer.adaptive.state()))
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # two workers may share
+        tmp.write_text(json.dumps(self.scorer.adaptive.state()))  # a data_dir: each its own (``InflightLog.hold``)
         tmp.replace(path)
 
     def _drop(self, stream_ids: list[str]) -> int:
