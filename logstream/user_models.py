@@ -17,6 +17,7 @@ from pathlib import Path
 import yaml
 
 from .config import PACKAGE_DIR, user_config_path
+from .files import write_atomically
 
 
 def user_models_dir() -> Path:
@@ -49,8 +50,5 @@ def point_config_at(model_dir: Path) -> Path | None:
     data = yaml.safe_load(path.read_text()) if path.exists() else {}
     data = data or {}
     data.setdefault("model", {})["path"] = str(model_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".yaml.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=False))
-    tmp.replace(path)
+    write_atomically(path, yaml.safe_dump(data, sort_keys=False))
     return path

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import threading
 from pathlib import Path
+
+from ..files import write_atomically
 
 log = logging.getLogger("logstream.inflight")
 
@@ -50,12 +50,7 @@ class InflightLog:
 
     def hold(self, keys: list[Key], alone: bool = False) -> None:
         """Write down the messages about to be handled (before any work on them)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # a temporary file of this writer's own: two workers started with one data_dir (the default is one per
-        # consumer group) each replaced the other's "inflight.tmp", and one crashed on the missing file
-        temp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        temp.write_text(json.dumps({"held": [list(k) for k in keys], "alone": alone}))
-        os.replace(temp, self.path)
+        write_atomically(self.path, json.dumps({"held": [list(k) for k in keys], "alone": alone}))
 
     def done(self, keys: list[Key]) -> None:
         """The messages were handled: strike them off (and off the suspects)."""

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..alerts import Alert, Explanation
+from ..files import write_atomically
 from ..alerts.model import SurprisingToken
 from ..scoring.sessions import UNUSUAL_LINE
 from ..config import Settings
@@ -302,10 +303,7 @@ class ModelWorker:
         path = self.state_path
         if self.scorer.adaptive is None or path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")  # two workers may share
-        tmp.write_text(json.dumps(self.scorer.adaptive.state()))  # a data_dir: each its own (``InflightLog.hold``)
-        tmp.replace(path)
+        write_atomically(path, json.dumps(self.scorer.adaptive.state()))
 
     def _drop(self, stream_ids: list[str]) -> int:
         if self.sessions is not None:
