@@ -350,6 +350,10 @@ def test_a_problem_word_counted_zero_is_no_problem_but_the_same_tally_above_zero
     # a long line full of problem words: each tally is still read where it is, the rest are problems
     crowded = "error " * 2000 + "done, 0 failed"
     assert adaptive._problem_words_in(crowded, text=crowded) == ["error"]
+    # a long run of capitals is read in one pass for message codes (UPPER_SNAKE, UPPER_KEBAB): a regex that
+    # backtracks took 7 s on 16 KB, about 20 minutes on this line
+    capitals = "A" * 200_000 + " AB-CD ACCESS-DENIED"
+    assert adaptive._problem_words_in(capitals, text=capitals) == ["denied"]
 
 
 def judge_text(adaptive: AdaptiveThresholds, text: str, score: float = 2.0):
