@@ -721,12 +721,14 @@ def test_a_problem_word_inside_a_name_is_a_name():
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
     for line in ("status installed libgpg-error-dev:amd<N2> <N1>.<N2>-<N1>", "serving /srv/errors/<N3>.html",
-                 "rotated error.log to error.log.<N1>",
+                 "rotated error.log to error.log.<N1>", "GET /Errors/Index.html <N3>", "copied errors/Readme to /tmp",
                  "server stats for thread <N1>: requestlist max <N1> avg <N1> exceeded <N1> jostled <N1>",
                  "eth<N1>: rx packets <N5> errors <N1> dropped <N1> overruns <N1>"):
         assert not judge_and_learn(adaptive, line, level=None).anomaly, line
     for line in ("dpkg: error processing package foo (--configure):", "upload failed.", "[error] disk full",
-                 "login failed <N1> times for root", "rate limit exceeded <N2> of <N2>"):
+                 "login failed <N1> times for root", "rate limit exceeded <N2> of <N2>",
+                 "%NOTIFICATION: received from neighbor <IP> <N1>/<N1> (UPDATE Message Error/Malformed Attribute "
+                 "List) <N1> bytes"):
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
 
 
@@ -1356,3 +1358,16 @@ def test_a_templates_first_value_after_a_start_is_no_news_out_of_range_but_its_n
     assert not first.anomaly and "first line since the source started" in first.routine
     again = judge_text(adaptive, line.format("bob", 52_000))
     assert again.anomaly and again.how == OUT_OF_RANGE
+
+
+def test_what_a_person_cancelled_is_no_problem_and_a_refusal_is():
+    """Icinga writes "(Reason: cancelled by user)" for each downtime an operator removes: an action, no failure;
+    ZooKeeper's "Refusing session request" and tinyproxy's "Refusing new connections" are refusals."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    line = "Removed downtime '<ID>' from checkable 'web<N1>!app' (Reason: cancelled by user)."
+    assert not judge_and_learn(adaptive, line, level=None).anomaly
+    for line in ("Refusing session request for client <IP> as it has seen zxid <ID>",
+                 "Maximum number of connections reached. Refusing new connections.",
+                 "job <N2> cancelled: its node went down"):
+        assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line

@@ -19,6 +19,10 @@ UPPER_SNAKE = re.compile(r"(?<![\w<>])(?=[A-Z0-9<>]*[A-Z])[A-Z0-9<>]++(?:_[A-Z0-
 # the same in upper kebab case, words of two letters or more (Network UPS Tools' protocol errors ``ERR
 # ACCESS-DENIED``, ``ERR UNKNOWN-UPS``: a problem word after a "-" is otherwise part of a name, ``fail-over``)
 UPPER_KEBAB = re.compile(r"(?<![\w<>-])[A-Z]{2}[A-Z0-9]*+(?:-[A-Z]{2}[A-Z0-9]*+)+(?![\w<>-])")
+# a slash between two phrases of a description in title case, not within a name: FRRouting's BGP notification
+# names its code and subcode "(UPDATE Message Error/Malformed Attribute List)"; a problem word joined to a name
+# by "/" is part of the name (/srv/errors/, errors/Readme)
+PHRASE_SLASH = re.compile(r"(?<![\w/])([A-Z][a-z]++)/(?=[A-Z][a-z]+ )")
 # words of a bad outcome: a line with one of them is no benign news, whatever else it says ("shut down" is
 # an orderly stop, and so is one "terminated by SIGTERM": Supervisor logs each stop it was asked for so; its
 # "exited: web_0 (exit status 0; not expected)" is a program that stopped when it should have kept running)
@@ -100,8 +104,9 @@ def is_told_fine(level: str | None) -> bool:
 
 
 def spaced_codes(line: str) -> str:
-    """``line`` with each message code in upper snake or kebab case read as words (``UPPER_SNAKE``, ``UPPER_KEBAB``)."""
-    return UPPER_KEBAB.sub(_spaced, UPPER_SNAKE.sub(_spaced, line))
+    """``line`` with each message code in upper snake or kebab case read as words (``UPPER_SNAKE``, ``UPPER_KEBAB``),
+    and two phrases joined by a slash read apart (``PHRASE_SLASH``)."""
+    return PHRASE_SLASH.sub(r"\1 / ", UPPER_KEBAB.sub(_spaced, UPPER_SNAKE.sub(_spaced, line)))
 
 
 def _spaced(code: re.Match) -> str:
