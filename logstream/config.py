@@ -103,7 +103,7 @@ class CacheSettings(Section):
 # "error log file re-opened" at each log rotation).
 PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal|panic(?:s|ked|king)?|exception|traceback|backtrace|"
                  r"problems?|conflict(?:s|ing)?|abort(?:ed|ing)?|"
-                 r"crash(?:ed)?|killed|denied|refused|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|"
+                 r"crash(?:ed)?|killed|denied|refus(?:e[sd]?|ing)|forbidden|unauthori[sz]ed|not authori[sz]ed|not permitted|"
                  r"invalid|illegal|corrupt(?:ed|ion)?|oversized?|exceeded|"
                  r"cannot|can't|unable|timed out|timeout(?!\s+(?:<N\d+>|\d)|\s*:\s*[A-Za-z-]*(?:<N\d+>|\d+)\w*\s*(?:$|[,;]))|unreachable|too (?:large|long|many|big)|out of memory|"
                  r"no space|segfault|overflow|deadlock|reset by peer|broken pipe|"
@@ -123,7 +123,9 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # not known: Postfix's "connect from unknown[IP]", mosquitto's "Client <unknown>", Prosody's
                  # "session for <(unknown)@host>"; nor a field whose value is not known: InfluxDB's start-up
                  # "branch=unknown commit=unknown")
-                 r"undefined|not allowed|expired|(?:must|should) (?:not )?be|cancel(?:l?ed|ling|lation)|bugs?|"
+                 r"undefined|not allowed|expired|(?:must|should) (?:not )?be|"
+                 # (not what a person cancelled: Icinga's "Removed downtime ... (Reason: cancelled by user)")
+                 r"cancel(?:l?ed|ling|lation)(?! by (?:the |an? )?(?:user|admin(?:istrator)?|operator)\b)|bugs?|"
                  r"already in use|incorrect|(?<![<=])unknown(?![\[)])|"
                  # after the sixteenth corpus's held-out run: Monit's bad control files at a restart ("permission
                  # 0644 is wrong", "Program does not exist"); in no normal line of the sixteen corpora but Apache's
