@@ -251,7 +251,8 @@ class AdaptiveSettings(Section):
                                   "`routine_episodes` x `routine_gap` lines (a favicon 404 every few lines), is "
                                   "routine until it has been quiet for `routine_window` lines; one that strikes "
                                   "now and then stays news (0 turns this off)")
-    routine_window: int = Field(1000, ge=1, description="lines of a source over which `routine_episodes` count")
+    routine_window: int = Field(1000, ge=1, description="lines of a source over which `routine_episodes` count "
+                                "(of its stream, while one stream alone has shown the pattern)")
     info_routine_window: int = Field(3000, ge=0, description="the same for a problem pattern in lines its program "
                                      "wrote at INFO or NOTICE, by its own account no trouble: a slower pace is "
                                      "routine there (nghttpx's `Idle connection timeout` every ~500 lines: 8.4 -> "

@@ -81,7 +81,9 @@ source has shown, per template:
   answers its first request of each kind slowly (cold caches, an index loaded).
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
-  ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines,
+  ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines
+  (the last ``routine_window`` lines of its stream while one stream alone has shown it: a program that
+  shares its format with busier ones keeps its own pace, snmpd's engine discovery among two others),
   or in one episode that has lasted ``routine_episodes`` x ``routine_gap`` lines, it does not
   alert, and stays routine until it has been quiet for ``routine_window`` lines (``info_routine_window``,
   longer, in lines its program wrote at INFO or NOTICE: by its own account no trouble, so a slower pace
@@ -235,6 +237,8 @@ class _Source:
     previous: OrderedDict = field(default_factory=OrderedDict)
     # stream -> (its latest line's record: time and level, whether a line of that record alerted)
     records: OrderedDict = field(default_factory=OrderedDict)
+    # stream -> its lines so far, least recent first: the clock of a pattern only that stream has shown
+    stream_lines: OrderedDict = field(default_factory=OrderedDict)
 
 
 SUBSECOND = re.compile(r"\d[.,]\d{3,}")
@@ -673,7 +677,7 @@ class AdaptiveThresholds:
         news)."""
         if recurrence is None:
             return None
-        if recurrence.routine(state.lines, self.config, for_good, window):
+        if recurrence.routine(state.lines, self.config, for_good, window, self._home_lines(state, recurrence)):
             return "keeps coming back"
         if recurrence.in_sequence(after, self.config) and self._rare_step(state, after, recurrence.after_runs):
             return (f"came right after the same line of its stream each of its last {recurrence.after_runs} "
@@ -746,7 +750,7 @@ class AdaptiveThresholds:
             if cluster is not None and cluster.cluster_id in state.templates:
                 state.templates[cluster.cluster_id].scores.append(score)
             return
-        self._count(state, score)
+        self._count(state, score, stream)
         words = self._problem_words_in(masked, level, text)
         if self._benign(masked, level, words, text):
             # neither a normal line at its level nor a problem coming back: a warning in its pattern ("is DOWN"
@@ -784,7 +788,7 @@ class AdaptiveThresholds:
         if source in self._rescoring:
             return
         state = self._source(source)
-        self._count(state, score)
+        self._count(state, score, stream)
         self._record_alerted(state, stream)
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
@@ -869,9 +873,10 @@ class AdaptiveThresholds:
         ``words``) come back once more, right after the step ``after`` of its stream. Returns the problem
         pattern's key."""
         key = self._problem_key(state, masked, words, add=True)
-        state.problem_alerts.setdefault(key, Recurrence()).add(state.lines, self.config, after, stream)
-        state.level_alerts.setdefault(self._level_pattern(state, masked, level), Recurrence()).add(
-            state.lines, self.config, after, stream)
+        for recurrence in (state.problem_alerts.setdefault(key, Recurrence()),
+                           state.level_alerts.setdefault(self._level_pattern(state, masked, level), Recurrence())):
+            recurrence.add(state.lines, self.config, after, stream)
+            recurrence.home_at(stream, state.stream_lines.get(stream))
         if len(state.problem_alerts) > self.config.max_templates:
             _forget_gone(state.problem_alerts, state.problems)
         if len(state.level_alerts) > self.config.max_templates:
@@ -935,9 +940,20 @@ class AdaptiveThresholds:
         while len(state.previous) > self.config.flow_entities:
             state.previous.popitem(last=False)
 
-    def _count(self, state: _Source, score: float) -> None:
+    def _count(self, state: _Source, score: float, stream: str | None = None) -> None:
         state.recent.append(score)
         state.lines += 1
+        if stream is not None:
+            state.stream_lines[stream] = state.stream_lines.get(stream, 0) + 1
+            state.stream_lines.move_to_end(stream)
+            while len(state.stream_lines) > self.config.flow_entities:
+                state.stream_lines.popitem(last=False)
+
+    @staticmethod
+    def _home_lines(state: _Source, recurrence: Recurrence) -> int | None:
+        """The lines so far of the one stream that has shown a pattern (``Recurrence.home``); None where more
+        than one has, or none is known."""
+        return None if recurrence.home is None else state.stream_lines.get(recurrence.home)
 
     def mark_normal(self, source: str, masked: str, score: float, level: str | None = None,
                     text: str | None = None) -> None:
@@ -1054,6 +1070,7 @@ class AdaptiveThresholds:
                                                    Recurrence.as_json),
                 "previous": [[stream, clusters[step]] for stream, step in
                              list(state.previous.items())[-SAVED_STREAMS:] if step in clusters],
+                "stream_lines": list(state.stream_lines.items())[-SAVED_STREAMS:],
                 "startups": {"at": state.startup_at, "count": state.startups,
                              "patterns": [[problems[cid], words, seen] for (cid, words), seen in
                                           state.startup_patterns.items() if cid in problems]}}
@@ -1077,6 +1094,8 @@ class AdaptiveThresholds:
 
             for stream, template in saved.get("previous", []):  # kept since steps were followed
                 state.previous[stream] = step_of(template)
+            for stream, lines in saved.get("stream_lines", []):  # kept since patterns had a home stream
+                state.stream_lines[stream] = int(lines)
             for item in saved.get("problems", []):
                 key = (state.problems.add_log_message(item["template"])["cluster_id"], item.get("words"))
                 if item["normal"]:
