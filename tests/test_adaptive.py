@@ -11,8 +11,8 @@ import pytest
 from logstream.canonical import Canonicalizer
 from logstream.config import AdaptiveSettings
 from logstream.scoring.adaptive import (CALIBRATED, COLD, FEEDBACK, NOVEL, OUT_OF_RANGE, RARE_LEVEL, TEMPLATE,
-                                       UNSEEN_PROBLEM, AdaptiveThresholds, level_key, record_key, without_ids,
-                                       writer_key)
+                                       UNSEEN_PROBLEM, AdaptiveThresholds, level_key, problem_pattern, record_key,
+                                       without_ids, writer_key)
 from logstream.scoring.masking import LineMasker
 from logstream.scoring.value_fields import ERROR_CODE, value_fields
 
@@ -724,7 +724,23 @@ def test_an_id_the_masker_left_in_pieces_is_one_placeholder_in_the_rules_pattern
         assert judge_and_learn(adaptive, f"{client}/<IP> {refused}").how == UNSEEN_PROBLEM
         feed(adaptive, "src", 30)
     problems = [p for p in adaptive.state()["sources"]["src"]["problems"] if p["alerts"]]
-    assert [(p["template"], p["alerts"]["comebacks"]) for p in problems] == [(f"<ID>/<IP> {refused}", 3)]
+    assert [(p["template"], p["alerts"]["comebacks"]) for p in problems] == [
+        (problem_pattern(f"<ID>/<IP> {refused}"), 3)]
+
+
+def test_a_number_that_gained_a_digit_leaves_a_problem_in_its_pattern():
+    """upsd's debug log heads each line with its uptime: its routine "ERR FEATURE-NOT-CONFIGURED" began anew as a
+    pattern of its own at 10 seconds of uptime (and again at each restart), 14 false alerts in 4,000 lines: the
+    pattern it shared with its other errors had wildcards enough that the head's new width broke the match."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    for uptime in ("<N1>", "<N2>", "<N3>"):
+        for length, error in (("<N2>", "FEATURE-NOT-CONFIGURED"), ("<N1>", "UNKNOWN-UPS")):
+            judge_and_learn(adaptive, f"{uptime}.<N6>\t[D<N1>] write: [destfd=<N1>] [len={length}] [ERR {error}]")
+        feed(adaptive, "src", 30)
+    problems = {p["words"]: p["alerts"]["comebacks"] for p in adaptive.state()["sources"]["src"]["problems"]
+                if p["alerts"]}
+    assert problems == {"err not configured": 3, "err unknown": 3}
 
 
 def test_a_problem_word_in_a_fields_quoted_value_is_what_a_client_sent():

@@ -248,7 +248,8 @@ SUBSECOND = re.compile(r"\d[.,]\d{3,}")
 # (Prosody's ``c2s55a3cc3de4`` -> ``c<N1>s<N2>a<N1>cc<N1>de<N1>``), a message's (Exim's ``1xZUN4-0002Nb-31``), a
 # pod's or a UUID's: three number placeholders or more, and letters in two places or more between them
 ID_TOKEN = re.compile(r"[\w<>-]+")  # a run of word characters and placeholders (one pass: no backtracking)
-PLACEHOLDER = re.compile(r"<(?:N\d+|HEX)>")
+PLACEHOLDER = re.compile(r"<(?:N\d*|HEX)>")  # ``<N>``: a number of any width (``problem_pattern``)
+NUMBER_WIDTH = re.compile(r"<N\d+>")
 
 
 # a peer named at the head of a line, by its name and address (OpenVPN's ``alice/<IP> write UDPv4 ...`` for each
@@ -264,6 +265,14 @@ def without_ids(masked: str) -> str:
     if "<" not in masked:
         return masked
     return ID_TOKEN.sub(_id_or_token, PEER_HEAD.sub("<ID>", masked, count=1))
+
+
+def problem_pattern(masked: str) -> str:
+    """What the problem rules' patterns are mined from: ``without_ids``, and each number of any width (``<N>``).
+    A number's width is the model's to read; here a count or an uptime at the head of a line that gained a digit
+    made its problem a pattern of its own, never routine (measured: upsd's debug log heads each line with its
+    uptime, and its routine "ERR FEATURE-NOT-CONFIGURED" began anew at 10 seconds, and at each restart)."""
+    return NUMBER_WIDTH.sub("<N>", without_ids(masked))
 
 
 def _id_or_token(match: re.Match) -> str:
@@ -551,7 +560,7 @@ class AdaptiveThresholds:
         cluster than that search returns (it leaves wildcards out of the similarity), and a problem's
         comebacks counted there never made it routine (measured: a synthetic sshd's ``Failed password
         for root`` alerted 203 times in 1,250 lines)."""
-        cluster_id = self._found(state.problems, masked, add)
+        cluster_id = self._found(state.problems, problem_pattern(masked), add)
         return None if cluster_id is None else (cluster_id, " ".join(sorted(words)))
 
     def _unseen_problem(self, state: _Source, masked: str, level: str | None, words: list[str],
@@ -890,7 +899,7 @@ class AdaptiveThresholds:
         routine after five outages and its next new error went unnoticed)."""
         if has_event(level):  # ``WARN Unauthorized``: the event is the pattern; an access line's path and
             return level, None  # agent are not (see ``_reads_as_problem``)
-        cluster = self._match(state.problems, masked)
+        cluster = self._match(state.problems, problem_pattern(masked))
         return level, cluster.cluster_id if cluster is not None else None
 
     def _level_normal(self, state: _Source, masked: str, level: str | None, marked: bool = False) -> None:
@@ -1097,7 +1106,7 @@ class AdaptiveThresholds:
             for stream, lines in saved.get("stream_lines", []):  # kept since patterns had a home stream
                 state.stream_lines[stream] = int(lines)
             for item in saved.get("problems", []):
-                key = (state.problems.add_log_message(item["template"])["cluster_id"], item.get("words"))
+                key = (state.problems.add_log_message(problem_pattern(item["template"]))["cluster_id"], item.get("words"))
                 if item["normal"]:
                     state.problem_normal[key] = state.problem_normal.get(key, 0) + item["normal"]
                 if item["alerts"]:
@@ -1132,7 +1141,7 @@ class AdaptiveThresholds:
             if "startups" in saved:  # kept since this rule
                 state.startup_at, state.startups = int(saved["startups"]["at"]), int(saved["startups"]["count"])
                 for template, words, seen in saved["startups"]["patterns"]:
-                    key = (self._found(state.problems, template, add=True), words)
+                    key = (self._found(state.problems, problem_pattern(template), add=True), words)
                     state.startup_patterns[key] = [int(value) for value in seen]
             if "flows" in saved:  # kept since this rule
                 state.flow = EntityFlows.from_json(saved["flows"], step_of,
@@ -1147,7 +1156,7 @@ class AdaptiveThresholds:
     @staticmethod
     def _level_pattern_of(state: _Source, level: str, template: str | None) -> tuple[str, int | None]:
         """A saved (level, strict pattern template) key, its pattern mined again."""
-        return level, None if template is None else state.problems.add_log_message(template)["cluster_id"]
+        return level, None if template is None else state.problems.add_log_message(problem_pattern(template))["cluster_id"]
 
     def sources(self) -> dict[str, int]:
         """Lines seen per source."""
