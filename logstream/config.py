@@ -173,9 +173,11 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # studied after the twentieth corpus's held-out run: what does not hold together (snmpd's "Received
                  # broken packet", ZooKeeper's quorum "Connection broken for id ..."; "broken pipe" before; not any
                  # "broken": SpamAssassin traces each mail's subject, "Re: build broken on main") and data that is not
-                 # what it claims (tinc's "Bogus data received", "Bogus compression level!")
+                 # what it claims (tinc's "Bogus data received", "Bogus compression level!"), and data cut short
+                 # (Redis's "short read while loading the AOF file", "Truncating the AOF", Icinga's "TLS stream was
+                 # truncated"; in no normal line of the twenty corpora)
                  r"broken (?:pipe|packet|data|connection|message|frame|record|header|request|response|stream)s?|"
-                 r"(?:is|was|are|were|been|connection) broken|bogus)\b")
+                 r"(?:is|was|are|were|been|connection) broken|bogus|truncat(?:ed|ing|ion)|short (?:read|write))\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000", or a key and its value ending a clause ("timeout: 30s,", UPnP's "Timeout: Second-1800" header, which
 # MiniDLNA traces with each subscription; "timeout=30s" is a key, never a problem word); a timeout that happened

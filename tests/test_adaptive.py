@@ -1425,11 +1425,13 @@ def test_what_a_person_cancelled_is_no_problem_and_a_refusal_is():
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
 
 
-def test_broken_or_bogus_input_is_a_problem():
-    """snmpd's "Received broken packet" and tinc's "Bogus data received" were missed in the twentieth corpora's
-    study (no problem word); a key's value (``bogus=0``) is a tally, not a problem."""
+def test_broken_bogus_or_truncated_input_is_a_problem():
+    """snmpd's "Received broken packet", tinc's "Bogus data received", Redis's "short read" of its AOF file and
+    Icinga's truncated TLS stream were missed (no problem word); a key's value (``bogus=0``) is a tally."""
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
-    for line in ("Received broken packet. Closing session.", "Bogus data received from <unknown> (<IP> port <N5>)"):
+    for line in ("Received broken packet. Closing session.", "Bogus data received from <unknown> (<IP> port <N5>)",
+                 "!!! Warning: short read while loading the AOF file appendonly.aof.<N2>.incr.aof!!!",
+                 "TLS stream was truncated, ignoring connection from [<IP>]:<N5>"):
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
     assert not judge_and_learn(adaptive, "validator stats: secure=<N3> bogus=<N1> insecure=<N2>", level=None).anomaly
