@@ -177,7 +177,10 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # (Redis's "short read while loading the AOF file", "Truncating the AOF", Icinga's "TLS stream was
                  # truncated"; in no normal line of the twenty corpora)
                  r"broken (?:pipe|packet|data|connection|message|frame|record|header|request|response|stream)s?|"
-                 r"(?:is|was|are|were|been|connection) broken|bogus|truncat(?:ed|ing|ion)|short (?:read|write))\b")
+                 r"(?:is|was|are|were|been|connection) broken|bogus|truncat(?:ed|ing|ion)|short (?:read|write)|"
+                 # and a refusal written as a plain finding (git daemon's "'/srv/git/x.git' does not appear to be a
+                 # git repository" for a missing, corrupt or escaping path; in no normal line of the twenty corpora)
+                 r"(?:does not|doesn't|did not|didn't|not) (?:appear|seem) to be)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000", or a key and its value ending a clause ("timeout: 30s,", UPnP's "Timeout: Second-1800" header, which
 # MiniDLNA traces with each subscription; "timeout=30s" is a key, never a problem word); a timeout that happened
