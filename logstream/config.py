@@ -180,7 +180,11 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  r"(?:is|was|are|were|been|connection) broken|bogus|truncat(?:ed|ing|ion)|short (?:read|write)|"
                  # and a refusal written as a plain finding (git daemon's "'/srv/git/x.git' does not appear to be a
                  # git repository" for a missing, corrupt or escaping path; in no normal line of the twenty corpora)
-                 r"(?:does not|doesn't|did not|didn't|not) (?:appear|seem) to be)\b")
+                 r"(?:does not|doesn't|did not|didn't|not) (?:appear|seem) to be|"
+                 # and a limit reached (bgpd's "(Cease/Maximum Number of Prefixes Reached)", dnsmasq's "Maximum number
+                 # of concurrent DNS queries reached", Icecast's "maximum source limit reached"; in no normal line of
+                 # the twenty corpora but coturn's "Allocation Quota Reached", which reads "error 486" too)
+                 r"(?:maximum|max|limit|quota)(?: [\w-]+){0,5}? reached)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000", or a key and its value ending a clause ("timeout: 30s,", UPnP's "Timeout: Second-1800" header, which
 # MiniDLNA traces with each subscription; "timeout=30s" is a key, never a problem word); a timeout that happened
