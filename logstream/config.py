@@ -184,7 +184,11 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # and a limit reached (bgpd's "(Cease/Maximum Number of Prefixes Reached)", dnsmasq's "Maximum number
                  # of concurrent DNS queries reached", Icecast's "maximum source limit reached"; in no normal line of
                  # the twenty corpora but coturn's "Allocation Quota Reached", which reads "error 486" too)
-                 r"(?:maximum|max|limit|quota)(?: [\w-]+){0,5}? reached)\b")
+                 r"(?:maximum|max|limit|quota)(?: [\w-]+){0,5}? reached|"
+                 # and a parser's complaint (InfluxDB's TOML "expected '.' or ']' to end table name, but got '\n'
+                 # instead", NATS's, Redis's "Protocol error (expected $ but got something else)"), and a backend
+                 # marked down (dnsdist's "Marking downstream ns1 (...) as 'down'"); in no normal line of the twenty
+                 r"expected\b.{1,60}? but (?:got|found|received|saw)|as ['\"]?down)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000", or a key and its value ending a clause ("timeout: 30s,", UPnP's "Timeout: Second-1800" header, which
 # MiniDLNA traces with each subscription; "timeout=30s" is a key, never a problem word); a timeout that happened

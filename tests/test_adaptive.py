@@ -1430,14 +1430,17 @@ def test_what_a_person_cancelled_is_no_problem_and_a_refusal_is():
 
 def test_broken_bogus_or_truncated_input_is_a_problem():
     """snmpd's "Received broken packet", tinc's "Bogus data received", Redis's "short read" of its AOF file,
-    Icinga's truncated TLS stream, git daemon's "does not appear to be a git repository" and bgpd's "Maximum Number
-    of Prefixes Reached" were missed (no problem word); a key's value (``bogus=0``) is a tally."""
+    Icinga's truncated TLS stream, git daemon's "does not appear to be a git repository", bgpd's "Maximum Number
+    of Prefixes Reached", InfluxDB's TOML "expected ... but got" and dnsdist's backend marked "as 'down'" were
+    missed (no problem word); a key's value (``bogus=0``) is a tally."""
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
     for line in ("Received broken packet. Closing session.", "Bogus data received from <unknown> (<IP> port <N5>)",
                  "!!! Warning: short read while loading the AOF file appendonly.aof.<N2>.incr.aof!!!",
                  "TLS stream was truncated, ignoring connection from [<IP>]:<N5>",
                  "[<N5>] '/srv/git/infra-old.git' does not appear to be a git repository",
-                 "%NOTIFICATION: sent to neighbor <IP> <N1>/<N1> (Cease/Maximum Number of Prefixes Reached) <N1> bytes"):
+                 "%NOTIFICATION: sent to neighbor <IP> <N1>/<N1> (Cease/Maximum Number of Prefixes Reached) <N1> bytes",
+                 "run: parse config: toml: line <N2>: expected '.' or ']' to end table name, but got '\\n' instead",
+                 "Marking downstream ns<N1> (<IP>:<N5>) as 'down'"):
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
     assert not judge_and_learn(adaptive, "validator stats: secure=<N3> bogus=<N1> insecure=<N2>", level=None).anomaly
