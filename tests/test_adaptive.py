@@ -219,6 +219,23 @@ def test_a_problem_one_program_keeps_writing_is_routine_in_its_own_lines_in_a_fo
     assert all(v.anomaly for v in shared), [v.routine for v in shared]
 
 
+def test_a_line_of_no_known_stream_moves_a_pattern_to_its_sources_lines():
+    """A routine pattern one stream had shown, then a line of it with no stream: its episodes are counted in the
+    source's lines from then on (each episode since had kept no end in its home stream's lines, and the next
+    judgement of a routine pattern compared None with a line count: TypeError)."""
+    adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"routine_episodes": 2, "problem_routine_episodes": 0}))
+    feed(adaptive, "src", 300)
+    verdicts = []
+    for stream in ("a", "a", "a", None, "a", "a"):
+        verdicts.append(judge_and_learn(adaptive, "upload failed for <N2> files", stream=stream))
+        for _ in range(30):
+            judge_and_learn(adaptive, "session opened for user bob by (uid=<N1>)", stream="a")
+    assert [v.anomaly for v in verdicts] == [True, True, False, False, False, False]
+    assert all("keeps coming back" in v.routine for v in verdicts[2:])
+    failed = [p for p in adaptive.state()["sources"]["src"]["problems"] if p["words"] == "failed"]
+    assert [p["alerts"]["home"] for p in failed] == [None]
+
+
 def test_a_level_that_turns_out_routine_stops_alerting_though_its_lines_alerted():
     adaptive = AdaptiveThresholds(CONFIG.model_copy(update={"problem_words": "", "problem_routine_episodes": 20,
                                                             "routine_episodes": 0, "routine_gap": 5}))

@@ -32,7 +32,6 @@ class Recurrence:
     # stream -> its lines in the ongoing episode (not saved: a restart tells an ongoing burst once more)
     burst_streams: dict = field(default_factory=dict)
     home: str | None = None  # the one stream that has shown it (None: none known, or more than one)
-    shared: bool = False  # more than one stream has shown it
 
     def add(self, at: int, config: AdaptiveSettings, after: int | None = None, stream: str | None = None) -> None:
         """One more of its lines, at the source's line count ``at``, right after the step ``after`` of its
@@ -55,15 +54,15 @@ class Recurrence:
 
     def home_at(self, stream: str | None, lines: int | None) -> None:
         """Its latest line (just ``add``-ed) came from ``stream``, which had ``lines`` lines then (None: unknown):
-        while one stream alone shows it, its episodes are counted in that stream's lines too."""
-        if stream is None or self.shared:
-            return
-        if self.home is None and self.lines == 1:
+        while one stream alone shows it, its episodes are counted in that stream's lines too. Its first line
+        makes its stream its home; a line of another stream, or of none known, ends that for good (each episode
+        since the home was set has its end in the home's lines, ``routine`` relies on it)."""
+        if self.lines == 1 and stream is not None and lines is not None:
             self.home = stream
-        if self.home != stream or lines is None:
-            self.home, self.shared = None, True
-            return
-        self.episodes[-1][3:] = [lines]
+        elif self.home != stream or lines is None:
+            self.home = None
+        if self.home is not None:
+            self.episodes[-1][3:] = [lines]
 
     def routine(self, now: int, config: AdaptiveSettings, for_good: int | None = None,
                 window: int | None = None, home_now: int | None = None) -> bool:
@@ -83,24 +82,15 @@ class Recurrence:
             return True
         if not config.routine_episodes or not self.episodes:
             return False
-        at = self._home_end if home_now is not None and self._home_end(self.episodes[0]) is not None else self._end
-        oldest = (now if at is self._end else home_now) - window
-        if self.steady and at(self.episodes[-1]) > oldest:
+        in_home = home_now is not None and len(self.episodes[0]) > 3
+        end = 3 if in_home else 1  # where an episode's last line is kept: in its home stream's lines, or the source's
+        oldest = (home_now if in_home else now) - window
+        if self.steady and self.episodes[-1][end] > oldest:
             return True
         first, last = self.episodes[-1][:2]
-        self.steady = ((len(self.episodes) >= config.routine_episodes and at(self.episodes[0]) > oldest)
-                       or (at(self.episodes[-1]) > oldest and last - first >= config.routine_episodes * config.routine_gap))
+        self.steady = ((len(self.episodes) >= config.routine_episodes and self.episodes[0][end] > oldest)
+                       or (self.episodes[-1][end] > oldest and last - first >= config.routine_episodes * config.routine_gap))
         return self.steady
-
-    @staticmethod
-    def _end(episode: list) -> int:
-        """An episode's last line, in its source's lines."""
-        return episode[1]
-
-    @staticmethod
-    def _home_end(episode: list) -> int | None:
-        """An episode's last line in its home stream's lines (None: not known)."""
-        return episode[3] if len(episode) > 3 else None
 
     def in_sequence(self, after: int | None, config: AdaptiveSettings) -> bool:
         """Whether it comes as a step of a sequence: each of its latest ``sequence_episodes`` episodes came
@@ -131,7 +121,7 @@ class Recurrence:
     def as_json(self, templates: dict[int, str] | None = None) -> dict:
         """As JSON-able data; with ``templates`` (step -> template text), the step it came after too."""
         data = {"lines": self.lines, "episodes": [list(e) for e in self.episodes], "comebacks": self.comebacks,
-                "chronic": self.chronic, "steady": self.steady, "home": self.home, "shared": self.shared}
+                "chronic": self.chronic, "steady": self.steady, "home": self.home}
         if templates is not None and self.after in templates:
             data["after"], data["after_runs"] = templates[self.after], self.after_runs
         return data
@@ -145,8 +135,7 @@ class Recurrence:
             episodes = deque([int(e[0]), int(e[1]), int(e[2]) if len(e) > 2 else 1]
                              + ([int(e[3])] if len(e) > 3 and e[3] is not None else []) for e in data["episodes"])
             recurrence = cls(int(data["lines"]), episodes, int(data["comebacks"]), bool(data.get("chronic", False)),
-                             bool(data.get("steady", False)), home=data.get("home"),
-                             shared=bool(data.get("shared", False)))
+                             bool(data.get("steady", False)), home=data.get("home"))
             if step_of is not None and data.get("after") is not None:  # kept since steps were followed
                 recurrence.after, recurrence.after_runs = step_of(data["after"]), int(data["after_runs"])
             return recurrence
