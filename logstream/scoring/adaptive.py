@@ -319,6 +319,15 @@ def has_event(level: str | None) -> bool:
     return level is not None and " " in level
 
 
+def _keep_recent(table: OrderedDict, key, value, limit: int) -> None:
+    """``table[key] = value`` as its most recent entry, the ``limit`` most recent kept (a stream's latest record,
+    step or line count: least recent streams forgotten)."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > limit:
+        table.popitem(last=False)
+
+
 def _forget_gone(by_cluster: dict, miner: TemplateMiner, at: int = 0) -> None:
     """Drop the entries of clusters the miner forgot (drain3 keeps its ``max_templates`` most recent);
     keys are cluster ids, or tuples with one at index ``at``."""
@@ -899,7 +908,7 @@ class AdaptiveThresholds:
         routine after five outages and its next new error went unnoticed)."""
         if has_event(level):  # ``WARN Unauthorized``: the event is the pattern; an access line's path and
             return level, None  # agent are not (see ``_reads_as_problem``)
-        cluster = self._match(state.problems, problem_pattern(masked))
+        cluster = self._search(state.problems, problem_pattern(masked))
         return level, cluster.cluster_id if cluster is not None else None
 
     def _level_normal(self, state: _Source, masked: str, level: str | None, marked: bool = False) -> None:
@@ -930,10 +939,7 @@ class AdaptiveThresholds:
             return False
         latest = state.records.get(stream)
         same = record is not None and latest is not None and latest[0] == record
-        state.records[stream] = (record, same and latest[1])
-        state.records.move_to_end(stream)
-        while len(state.records) > self.config.flow_entities:
-            state.records.popitem(last=False)
+        _keep_recent(state.records, stream, (record, same and latest[1]), self.config.flow_entities)
         return same and latest[1]
 
     def _record_alerted(self, state: _Source, stream: str | None) -> None:
@@ -944,19 +950,13 @@ class AdaptiveThresholds:
     def _step(self, state: _Source, stream: str | None, step: int | None) -> None:
         """The stream's (or its writer's, ``after_key``) latest line was at ``step`` (its template; None: a
         new one that alerted)."""
-        state.previous[stream] = step
-        state.previous.move_to_end(stream)
-        while len(state.previous) > self.config.flow_entities:
-            state.previous.popitem(last=False)
+        _keep_recent(state.previous, stream, step, self.config.flow_entities)
 
     def _count(self, state: _Source, score: float, stream: str | None = None) -> None:
         state.recent.append(score)
         state.lines += 1
         if stream is not None:
-            state.stream_lines[stream] = state.stream_lines.get(stream, 0) + 1
-            state.stream_lines.move_to_end(stream)
-            while len(state.stream_lines) > self.config.flow_entities:
-                state.stream_lines.popitem(last=False)
+            _keep_recent(state.stream_lines, stream, state.stream_lines.get(stream, 0) + 1, self.config.flow_entities)
 
     @staticmethod
     def _home_lines(state: _Source, recurrence: Recurrence) -> int | None:
@@ -982,12 +982,12 @@ class AdaptiveThresholds:
                 del flow.alerts[pair]
 
     @classmethod
-    def _found(cls, miner: TemplateMiner, masked: str, add: bool = False, added: int | None = None) -> int | None:
-        """The cluster id the tree search finds for a line (``_match``), what ``judge`` looks it up by;
+    def _found(cls, miner: TemplateMiner, pattern: str, add: bool = False, added: int | None = None) -> int | None:
+        """The cluster id the tree search finds for a line's ``pattern`` (the line rid of its ids: ``without_ids``,
+        or ``problem_pattern`` for the problem rules' miner), what ``judge`` looks it up by (``_match``);
         ``add``: the line joins the miner first (``added``: it just did, in that cluster). drain3 may add a
         line to another cluster than that search returns (it leaves wildcards out of the similarity): then
         the search's wins, the added one only if the search finds none. None: not added and no cluster fits."""
-        pattern = without_ids(masked)
         if add:
             added = miner.add_log_message(pattern)["cluster_id"]
         cluster = cls._search(miner, pattern)
@@ -1006,7 +1006,7 @@ class AdaptiveThresholds:
 
     def _cluster(self, state: _Source, masked: str) -> int:
         """The line joins its source's templates; returns the template ``judge`` looks it up by (``_found``)."""
-        cluster_id = self._found(state.miner, masked, add=True)
+        cluster_id = self._found(state.miner, without_ids(masked), add=True)
         if len(state.templates) > self.config.max_templates:
             _forget_gone(state.templates, state.miner)
         return cluster_id
@@ -1099,7 +1099,7 @@ class AdaptiveThresholds:
             state.novel.extend(saved["novel"][-self.config.novel_history:])
 
             def step_of(template: str, miner: TemplateMiner = state.miner) -> int:
-                return self._found(miner, template, True)
+                return self._found(miner, without_ids(template), True)
 
             for stream, template in saved.get("previous", []):  # kept since steps were followed
                 state.previous[stream] = step_of(template)
