@@ -188,7 +188,13 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # and a parser's complaint (InfluxDB's TOML "expected '.' or ']' to end table name, but got '\n'
                  # instead", NATS's, Redis's "Protocol error (expected $ but got something else)"), and a backend
                  # marked down (dnsdist's "Marking downstream ns1 (...) as 'down'"); in no normal line of the twenty
-                 r"expected\b.{1,60}? but (?:got|found|received|saw)|as ['\"]?down)\b")
+                 r"expected\b.{1,60}? but (?:got|found|received|saw)|as ['\"]?down|"
+                 # and a program that answers with its usage, a command line it could not take (git daemon's
+                 # "usage: git daemon [--verbose] ..." when started with a bad option), a lookup that found no one
+                 # (Kamailio's "INVITE ... -> sip:kevin@...: no contact registered") and a command a list does not
+                 # allow (ZooKeeper's "Command crst is not executed because it is not in the whitelist"); in no
+                 # normal line of the twenty corpora
+                 r"usage(?=: [\w./-]+(?: [\w./-]+)* \[-*\w)|no \w+ registered|not (?:in (?:the )?)?(?:white|allow)[ -]?list(?:ed)?)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000", or a key and its value ending a clause ("timeout: 30s,", UPnP's "Timeout: Second-1800" header, which
 # MiniDLNA traces with each subscription; "timeout=30s" is a key, never a problem word); a timeout that happened

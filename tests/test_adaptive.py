@@ -1461,3 +1461,20 @@ def test_broken_bogus_or_truncated_input_is_a_problem():
                  "Marking downstream ns<N1> (<IP>:<N5>) as 'down'"):
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
     assert not judge_and_learn(adaptive, "validator stats: secure=<N3> bogus=<N1> insecure=<N2>", level=None).anomaly
+
+
+def test_a_usage_text_a_lookup_of_no_one_or_a_command_off_the_list_is_a_problem():
+    """git daemon answering a bad command line with its usage, Kamailio's "no contact registered" for a call to
+    someone not signed in and ZooKeeper's four-letter command "not in the whitelist" were missed (no problem
+    word); a usage figure (``CPU Usage: <N>``, ``buffer usage: ...``) and a registration are no problem."""
+    adaptive = AdaptiveThresholds(CONFIG)
+    feed(adaptive, "src", 300)
+    for line in ("usage: git daemon [--verbose] [--syslog] [--export-all]",
+                 "<N1>(<N5>) NOTICE: <script>: INVITE sip:bob@example.test -> sip:kevin@example.test: "
+                 "no contact registered",
+                 "Command crst is not executed because it is not in the whitelist."):
+        assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
+    for line in ("CPU Usage: <N1>.<N3> seconds = <N1>.<N3> user + <N1>.<N3> sys",
+                 "buffer usage: <N4> hits, <N3> misses, <N1> dirtied",
+                 "<N1>(<N5>) NOTICE: <script>: REGISTER sip:bob@example.test: contact registered"):
+        assert not judge_and_learn(adaptive, line, level=None).anomaly, line
