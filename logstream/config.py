@@ -641,8 +641,9 @@ class WorkerSettings(Section):
     shutdown_timeout_s: float = Field(10.0, ge=0, description="at shutdown, longest wait for the alert "
                                       "sinks to deliver what they hold (the rest is dead-lettered)")
     web_port: int | None = Field(None, description="Faust's own web server port; none disables it")
-    data_dir: Path | None = Field(None, description="Faust's data directory and the adaptive thresholds' saved "
-                                  "state; none: one under the system temp directory")
+    data_dir: Path | None = Field(None, description="Faust's data directory, the model versions and, in a slot "
+                                  "of each worker's own (workers/<n>), the adaptive thresholds' saved state and "
+                                  "the messages in hand; none: one under the system temp directory")
 
 
 class TailSettings(Section):

@@ -89,7 +89,8 @@ def test_a_worker_stopped_in_an_orderly_way_leaves_no_suspect(broker, tmp_path):
     finally:
         assert worker.stop() == 0
         reader.close()
-    assert not (tmp_path / f"faust-{scenario.tag}" / "inflight.json").exists()
+    slot = tmp_path / f"faust-{scenario.tag}" / "workers" / "0"  # the worker's own part of its data_dir
+    assert (slot / "adaptive-thresholds.json").exists() and not (slot / "inflight.json").exists()
 
 
 def test_two_writers_of_one_inflight_log_never_crash_on_each_others_temporary_file(tmp_path):

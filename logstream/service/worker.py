@@ -51,6 +51,7 @@ from .model_worker import EntryMeta, ModelWorker, Scored
 from .records import DeadLetterKind, DeadLetterRecord
 from .streams import StreamRouter
 from .topics import ensure_topics, unreachable
+from .worker_slot import claim_slot
 
 log = logging.getLogger("logstream.worker")
 
@@ -512,7 +513,8 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
                          "LOGSTREAM_WORKER__DATA_DIR to a writable directory") from None
     initialise_labels()
     READY.set(0)
-    model = model or ModelWorker(settings, state_path=data_dir / "adaptive-thresholds.json")
+    slot = claim_slot(data_dir)  # this process's own saved thresholds and messages in hand
+    model = model or ModelWorker(settings, state_path=slot.path / "adaptive-thresholds.json")
     app = faust.App(
         kafka.consumer_group,
         broker=broker_urls(kafka.bootstrap_servers),
@@ -540,7 +542,7 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
     processor = BatchProcessor(settings, model, raw_topic(kafka.alerts_topic),
                                raw_topic(kafka.dead_letter_topic),
                                raw_topic(kafka.scores_topic) if kafka.scores_topic else None,
-                               inflight=InflightLog(data_dir / "inflight.json"))
+                               inflight=InflightLog(slot.path / "inflight.json"))
 
     if processor.sinks:
         @app.agent(raw_topic(kafka.alerts_topic), name=DELIVERY_AGENT_NAME)
@@ -663,8 +665,9 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
     @app.on_before_shutdown.connect
     async def on_shutdown(app, **kwargs):
         await adaptation.close()
-        await processor.close()
+        await processor.close()  # the thresholds are saved: the slot may go to the next worker
         await watch.close()
+        slot.release()
 
     return app
 
