@@ -982,14 +982,13 @@ class AdaptiveThresholds:
                 del flow.alerts[pair]
 
     @classmethod
-    def _found(cls, miner: TemplateMiner, pattern: str, add: bool = False, added: int | None = None) -> int | None:
+    def _found(cls, miner: TemplateMiner, pattern: str, add: bool = False) -> int | None:
         """The cluster id the tree search finds for a line's ``pattern`` (the line rid of its ids: ``without_ids``,
         or ``problem_pattern`` for the problem rules' miner), what ``judge`` looks it up by (``_match``);
-        ``add``: the line joins the miner first (``added``: it just did, in that cluster). drain3 may add a
-        line to another cluster than that search returns (it leaves wildcards out of the similarity): then
-        the search's wins, the added one only if the search finds none. None: not added and no cluster fits."""
-        if add:
-            added = miner.add_log_message(pattern)["cluster_id"]
+        ``add``: the line joins the miner first. drain3 may add a line to another cluster than that search
+        returns (it leaves wildcards out of the similarity): then the search's wins, the added one only if the
+        search finds none. None: not added and no cluster fits."""
+        added = miner.add_log_message(pattern)["cluster_id"] if add else None
         cluster = cls._search(miner, pattern)
         return cluster.cluster_id if cluster is not None else added
 
