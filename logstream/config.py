@@ -194,7 +194,8 @@ PROBLEM_WORDS = (r"\b(?:errors?(?! log(?:s|ging)?\b)|fail(?:s|ed|ure|ing)?|fatal
                  # (Kamailio's "INVITE ... -> sip:kevin@...: no contact registered") and a command a list does not
                  # allow (ZooKeeper's "Command crst is not executed because it is not in the whitelist"); in no
                  # normal line of the twenty corpora
-                 r"usage(?=: [\w./-]+(?: [\w./-]+)* \[-*\w)|no \w+ registered|not (?:in (?:the )?)?(?:white|allow)[ -]?list(?:ed)?)\b")
+                 r"usage(?=: [\w./-]+(?: [\w./-]+)* \[-)|no contacts? registered|"
+                 r"not (?:in (?:the )?)?(?:white|allow)[ -]?list(?:ed)?)\b")
 # ("timeout" followed by its value names a setting: ZooKeeper's "Established session ... with negotiated timeout
 # 10000", or a key and its value ending a clause ("timeout: 30s,", UPnP's "Timeout: Second-1800" header, which
 # MiniDLNA traces with each subscription; "timeout=30s" is a key, never a problem word); a timeout that happened
@@ -712,7 +713,7 @@ class Settings(BaseSettings):
     tail: TailSettings = TailSettings()
 
     def data_dir(self) -> Path:
-        """The worker's own directory (Faust's data, saved thresholds, model versions)."""
+        """The workers' directory (Faust's data, model versions, and each worker's slot: ``worker_slot``)."""
         import tempfile
 
         return self.worker.data_dir or Path(tempfile.gettempdir()) / f"logstream-worker-{self.kafka.consumer_group}"

@@ -1476,5 +1476,7 @@ def test_a_usage_text_a_lookup_of_no_one_or_a_command_off_the_list_is_a_problem(
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
     for line in ("CPU Usage: <N1>.<N3> seconds = <N1>.<N3> user + <N1>.<N3> sys",
                  "buffer usage: <N4> hits, <N3> misses, <N1> dirtied",
+                 "Disk usage: /var/log [ext<N1>] <N2>%",
+                 "No handlers registered for topic orders",
                  "<N1>(<N5>) NOTICE: <script>: REGISTER sip:bob@example.test: contact registered"):
         assert not judge_and_learn(adaptive, line, level=None).anomaly, line

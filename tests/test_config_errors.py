@@ -76,6 +76,12 @@ def test_a_data_dir_that_cannot_be_made_is_refused_with_what_to_set(tmp_path, mo
     monkeypatch.setenv("LOGSTREAM_WORKER__DATA_DIR", str(tmp_path / "missing" / "parents" / "state"))
     build_app(Settings())  # missing parents are made
     assert (tmp_path / "missing" / "parents" / "state").is_dir()
+    taken = tmp_path / "no-slots"  # a data_dir where no worker slot can be made
+    taken.mkdir()
+    (taken / "workers").write_text("")
+    monkeypatch.setenv("LOGSTREAM_WORKER__DATA_DIR", str(taken))
+    with pytest.raises(ValueError, match="no worker slot can be claimed.*LOGSTREAM_WORKER__DATA_DIR"):
+        build_app(Settings())
 
 
 def test_the_workers_consumer_fetch_wait_is_the_setting_not_fausts_fixed_one(tmp_path, monkeypatch):

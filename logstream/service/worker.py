@@ -513,7 +513,11 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
                          "LOGSTREAM_WORKER__DATA_DIR to a writable directory") from None
     initialise_labels()
     READY.set(0)
-    slot = claim_slot(data_dir)  # this process's own saved thresholds and messages in hand
+    try:  # this process's own saved thresholds and messages in hand
+        slot = claim_slot(data_dir)
+    except OSError as exc:  # read-only, another user's, or a filesystem without locks
+        raise ValueError(f"worker.data_dir {data_dir}: no worker slot can be claimed in it ({exc.strerror}): set "
+                         "LOGSTREAM_WORKER__DATA_DIR to a directory on a local filesystem this user may write")
     model = model or ModelWorker(settings, state_path=slot.path / "adaptive-thresholds.json")
     app = faust.App(
         kafka.consumer_group,

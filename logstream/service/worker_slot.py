@@ -7,7 +7,9 @@ record of the messages in hand (``inflight.json``) overwrote the other's, so a w
 message could find the other's batch at its restart instead of its own. So a worker claims a slot,
 ``<data_dir>/workers/<n>``, the lowest one no live process holds, by an exclusive lock on a file in it, held
 for its life and released by the kernel when it dies: a restarted worker takes a free slot again, on one host
-the one it had whenever the others keep theirs. The model versions (``<data_dir>/models``) stay shared: a
+the one it had whenever the others keep theirs (one that starts while a dead worker's slot is free takes that
+slot, and its state, as a restart of that worker would). Locks are ``flock``s: one host and a local
+filesystem (a network filesystem may not lock across hosts). The model versions (``<data_dir>/models``) stay shared: a
 rollback from the CLI names one store for every worker.
 """
 
@@ -46,12 +48,18 @@ def claim_slot(data_dir: Path, max_slots: int = MAX_SLOTS) -> WorkerSlot:
     for number in range(max_slots):
         path = data_dir / "workers" / str(number)
         path.mkdir(parents=True, exist_ok=True)
-        handle = os.open(path / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            handle = os.open(path / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except PermissionError:  # another user's worker made it: not this one's to take
+            continue
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # a live worker holds it
             os.close(handle)
             continue
+        except OSError:  # no locks here (ENOLCK): the caller says what to do
+            os.close(handle)
+            raise
         os.ftruncate(handle, 0)
         os.write(handle, f"{os.getpid()}\n".encode())  # who holds it, for a person looking
         if number == 0:
