@@ -1024,6 +1024,20 @@ def test_a_code_an_error_code_field_never_held_alerts_where_it_held_only_a_few()
     assert not judge_text(many, "job 301 finished rc=77").anomaly
 
 
+def test_a_dns_replys_rcode_is_an_error_code():
+    """PowerDNS Recursor traces each answer with its ``rcode``: thousands of 0 (NOERROR) and a few 3 (NXDOMAIN),
+    then 2 (SERVFAIL) when an upstream fails; the reply code is a code, not a quantity, so one never held is news
+    (its range read 2 as within 0-3). Not a word that only ends in it (``qrcode``)."""
+    config = CONFIG.model_copy(update={"range_min_lines": 100})
+    adaptive = AdaptiveThresholds(config)
+    line = 'msg="Answer" answers="{}" mtid="{}" qtype="A" rcode="{}" rd="1"'
+    for i in range(300):
+        assert not judge_text(adaptive, line.format(1, 1000 + i, 3 if i % 40 == 0 else 0)).anomaly, i
+    failed = judge_text(adaptive, line.format(0, 1300, 2))
+    assert failed.anomaly and failed.how == OUT_OF_RANGE and "never held" in failed.note
+    assert not any(ERROR_CODE.search(field[3]) for field in value_fields('scanned qrcode="<N1>"') if field)
+
+
 def test_a_warning_a_program_writes_at_every_start_is_no_news_at_its_next_start():
     """Caddy writes ``WARN http: automatic HTTP->HTTPS redirects are disabled`` at every start: a warning the
     source wrote in an earlier start-up, and never away from one, is no news in the next one; a warning it also

@@ -30,12 +30,13 @@ def keep_least(values: list[int], value: int) -> None:
     del values[RANGE_EXTREMES:]
 
 
-# a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``): its values are codes,
-# not quantities. A code the field never held is news, where it only ever held a few (slapd's ``RESULT ...
-# err=49``, invalid credentials, after thousands of ``err=0`` and a few compare results ``err=5`` and
-# ``err=6``: measured, none of its 9 such failures alerted by the range)
+# a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``, a DNS reply's ``rcode``):
+# its values are codes, not quantities. A code the field never held is news, where it only ever held a few
+# (slapd's ``RESULT ... err=49``, invalid credentials, after thousands of ``err=0`` and a few compare results
+# ``err=5`` and ``err=6``: measured, none of its 9 such failures alerted by the range; PowerDNS Recursor's
+# ``msg="Answer" ... rcode="2"``, a SERVFAIL, after thousands of 0 and a few 3, NXDOMAIN)
 EXIT_WORDS = r"exit(?:ed|s)?(?:\s+with)?[ _]?(?:code|status)|w?exitstatus"  # exit code 1, exited with status 1
-ERROR_CODE = re.compile(rf"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc|ret(?:code|val)?|exit|{EXIT_WORDS}|"
+ERROR_CODE = re.compile(rf"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc(?:ode)?|ret(?:code|val)?|exit|{EXIT_WORDS}|"
                         r"result[ _]?code)\W{0,2}<N$")
 # a process's exit status: by convention 0 is success and anything else a failure, so its codes are judged
 # from the template's first ``min_template_lines`` normal lines (Slurm's ``_job_complete: JobId=257
