@@ -78,6 +78,32 @@ def test_store_serves_the_pointer_and_rolls_back_along_the_lineage(tmp_path, ada
     assert [r["reason"] for r in store.history()] == ["test round", "rollback", "rollback"]
 
 
+def test_two_workers_moving_one_stores_pointer_never_crash_on_each_others_temporary_file(tmp_path):
+    """Workers on one host share the model store (each keeps its own thresholds in a slot of data_dir): both
+    wrote the pointer through one ``current.tmp``, so one's replace could find the other's file already moved."""
+    import threading
+
+    failures = []
+
+    def point_many():
+        store = ModelStore(tmp_path / "store", DEFAULT_MODEL_DIR)
+        try:
+            for _ in range(300):
+                store.rollback(BASE)
+        except OSError as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=point_many) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    store = ModelStore(tmp_path / "store", DEFAULT_MODEL_DIR)
+    assert store.current_version() == BASE and len(store.history()) == 600
+    assert sorted(p.name for p in (tmp_path / "store").iterdir()) == ["current", "history.jsonl"]
+
+
 def test_rounds_are_due_for_unfamiliar_sources_only_and_space_out():
     scorer = load_scorer(DEFAULT_MODEL_DIR, device="cpu", dtype="float32",
                          adaptive=Settings().scoring.adaptive_thresholds())

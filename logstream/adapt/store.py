@@ -14,6 +14,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..files import write_atomically
 from ..scoring.card import ModelCard
 
 BASE = "base"
@@ -81,9 +82,8 @@ class ModelStore:
     def _point(self, version: str, reason: str) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         previous = self.current_version()
-        tmp = self.root / "current.tmp"
-        tmp.write_text(version + "\n")
-        tmp.replace(self.root / "current")
+        # through a temporary file of this writer's own: workers on one host share the store (``worker_slot``)
+        write_atomically(self.root / "current", version + "\n")
         record = {"version": version, "previous": previous, "reason": reason,
                   "time": datetime.now(UTC).isoformat(timespec="seconds")}
         with (self.root / "history.jsonl").open("a") as f:
