@@ -305,12 +305,6 @@ class AdaptiveSettings(Section):
                                       "chronological F1 at the live threshold 0.522 -> 0.423: benchmarks/results/"
                                       "detection.md). 0: as `episode_alerts`")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
-    incident_lines: int = Field(1, ge=0, description="lines of a stream right after one of its lines alerted that "
-                                "are part of that alert, not news of their own nor learned as normal: one incident "
-                                "told in two lines (Supervisor's `killing 'archiver' with SIGKILL` then `stopped: "
-                                "archiver (terminated by SIGKILL)`, snmpd's `parse fail` then `post-parse fail`). "
-                                "184 -> 170 false alerts in the 15 replayed corpora, the same 1,319 of 1,411 events, "
-                                "the goal on 52 -> 54 sources (0 turns this off)")
     startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports a start or stop "
                                "(and after its first line) that are its start-up: a line there without problem words "
                                "whose pattern the source also wrote in an earlier start-up, and never away from one, "

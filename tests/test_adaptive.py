@@ -1324,13 +1324,9 @@ def test_the_lines_of_a_record_that_alerted_are_that_alert_not_news_of_their_own
             adaptive.learn("src", line, 2.0, level="ERROR", routine=verdicts[-1].routine is not None, stream="s")
     assert verdicts[0].anomaly and verdicts[0].how == RARE_LEVEL
     assert not any(v.anomaly for v in verdicts[1:]) and all("record above" in v.routine for v in verdicts[1:])
-    # the stream's next line, of another record, is still the incident's (``incident_lines``: 1); the record
-    # after it, or the same lines of another stream, are news again
-    after = adaptive.judge("src", report[2], 2.0, level="ERROR", stream="s",
-                           record=record_key("2026-12-05 21:42:33.100000+00:00", "ERROR"))
-    assert not after.anomaly and "right after an alert" in after.routine
+    # the next record (another time), or the same lines of another stream, are news again
     assert adaptive.judge("src", report[2], 2.0, level="ERROR", stream="s",
-                          record=record_key("2026-12-05 21:42:34.100000+00:00", "ERROR")).anomaly
+                          record=record_key("2026-12-05 21:42:33.100000+00:00", "ERROR")).anomaly
     assert adaptive.judge("src", report[2], 2.0, level="ERROR", stream="other", record=record).anomaly
     # a time in whole seconds joins no lines into a record (two records a second are common)
     assert record_key("2026-12-05 21:42:32", "ERROR") is None
@@ -1488,8 +1484,8 @@ def test_a_usage_text_a_lookup_of_no_one_or_a_command_off_the_list_is_a_problem(
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
     for line in ("usage: git daemon [--verbose] [--syslog] [--export-all]",
-                 ("<N1>(<N5>) NOTICE: <script>: INVITE sip:bob@example.test -> sip:kevin@example.test: "
-                  "no contact registered"),
+                 "<N1>(<N5>) NOTICE: <script>: INVITE sip:bob@example.test -> sip:kevin@example.test: "
+                 "no contact registered",
                  "Command crst is not executed because it is not in the whitelist."):
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
     for line in ("CPU Usage: <N1>.<N3> seconds = <N1>.<N3> user + <N1>.<N3> sys",
@@ -1498,32 +1494,3 @@ def test_a_usage_text_a_lookup_of_no_one_or_a_command_off_the_list_is_a_problem(
                  "No handlers registered for topic orders",
                  "<N1>(<N5>) NOTICE: <script>: REGISTER sip:bob@example.test: contact registered"):
         assert not judge_and_learn(adaptive, line, level=None).anomaly, line
-
-
-def test_the_line_right_after_an_alert_in_another_pattern_is_that_incident_not_news_of_its_own():
-    """Supervisor writes "killing 'archiver' (877) with SIGKILL" and, a millisecond later, "stopped: archiver
-    (terminated by SIGKILL)"; snmpd "parse fail" then "post-parse fail": one incident, two alerts. The stream's
-    next line in another pattern is the alert's (``incident_lines``), not learned as normal; the same pattern
-    again is a burst (``episode_alerts``); the line after is judged as any line is; 0 turns it off."""
-    def run(config):
-        adaptive = AdaptiveThresholds(config)
-        feed(adaptive, "src", 300)
-        verdicts = [judge_and_learn(adaptive, line, level="WARN", stream="supervisord")
-                    for line in ("killing 'archiver' (<N3>) with SIGKILL", "stopped: archiver (terminated by SIGKILL)",
-                                 "exited: indexer (exit status <N1>; not expected)")]
-        return adaptive, verdicts
-
-    adaptive, (killing, stopped, exited) = run(CONFIG)
-    assert killing.anomaly and not stopped.anomaly and "right after an alert" in stopped.routine
-    assert exited.anomaly  # the incident's one line is told; the next is news again
-    state = adaptive._sources["src"]
-    assert not state.level_normal.get(adaptive._level_pattern(state, "stopped: archiver (terminated by SIGKILL)",
-                                                              "WARN"), 0)  # not learned as a normal WARN
-    _, (_, stopped_off, _) = run(CONFIG.model_copy(update={"incident_lines": 0}))
-    assert stopped_off.anomaly
-    # the same pattern right after its alert is a burst: its episode tells episode_alerts lines
-    adaptive = AdaptiveThresholds(CONFIG)
-    feed(adaptive, "src", 300)
-    lost = "Exception in receiveBlock for block <BLK> java.io.IOException: Connection reset by peer"
-    burst = [judge_and_learn(adaptive, lost, level="WARN", stream="blk_1").anomaly for _ in range(4)]
-    assert burst == [True] * CONFIG.episode_alerts + [False] * (4 - CONFIG.episode_alerts)

@@ -235,8 +235,7 @@ class _Source:
     startup_patterns: OrderedDict = field(default_factory=OrderedDict)
     # stream -> the step (template) of its latest line, least recent first: what a problem came right after
     previous: OrderedDict = field(default_factory=OrderedDict)
-    # stream -> (its latest line's record: time and level, whether a line of that record alerted, how many of the
-    # stream's next lines are still part of its latest alert: ``incident_lines``)
+    # stream -> (its latest line's record: time and level, whether a line of that record alerted)
     records: OrderedDict = field(default_factory=OrderedDict)
     # stream -> its lines so far, least recent first: the clock of a pattern only that stream has shown
     stream_lines: OrderedDict = field(default_factory=OrderedDict)
@@ -401,9 +400,9 @@ class AdaptiveThresholds:
         """
         verdict = self._judge_score(source, masked, score)
         state = self._sources[source]
-        part = self._part_of_alert(state, stream, record, self._line_key(state, masked, verdict.template_id))
-        if part:
-            return replace(verdict, anomaly=False, routine=part)
+        if self._same_record(state, stream, record):
+            return replace(verdict, anomaly=False, routine="a line of the record above (its time and level), "
+                           "which alerted")
         after = state.previous.get(after_key(stream, writer))
         words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         if verdict.anomaly and verdict.how == NOVEL:
@@ -808,7 +807,7 @@ class AdaptiveThresholds:
             return
         state = self._source(source)
         self._count(state, score, stream)
-        self._record_alerted(state, stream, self._line_key(state, masked) if masked is not None else None)
+        self._record_alerted(state, stream)
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
             key = after_key(stream, writer)
@@ -933,41 +932,20 @@ class AdaptiveThresholds:
             _forget_gone(state.problem_normal, state.problems)
         return key
 
-    def _part_of_alert(self, state: _Source, stream: str | None, record: str | None,
-                       line: int | str | None = None) -> str | None:
-        """Why the line is part of its stream's latest alert, or None: it goes on a record that alerted (RabbitMQ
-        writes each line of a report with its header: 9 lines, each a rare ERROR line), or it is one of the
-        ``incident_lines`` lines right after one, in another pattern (``line``: ``_line_key``): Supervisor's
-        "killing 'archiver' with SIGKILL" then "stopped: archiver (terminated by SIGKILL)", snmpd's "parse fail"
-        then "post-parse fail", one incident told in two lines. The same pattern again is a burst, which the
-        problem rules count (``episode_alerts``). Such a line is not news of its own, nor learned as normal.
-        Keeps the line's record as the stream's latest."""
+    def _same_record(self, state: _Source, stream: str | None, record: str | None) -> bool:
+        """Whether the line goes on a record of ``stream`` that alerted; keeps the line's record as the stream's
+        latest (RabbitMQ writes each line of a report with its header: 9 lines, each a rare ERROR line)."""
         if stream is None:
-            return None
+            return False
         latest = state.records.get(stream)
-        same = record is not None and latest is not None and latest[0] == record and latest[1]
-        follows = not same and latest is not None and latest[2] > 0 and line != latest[3]
-        left = latest[2] if same else latest[2] - 1 if follows else 0
-        _keep_recent(state.records, stream, (record, same, left, latest[3] if same or follows else None),
-                     self.config.flow_entities)
-        if same:
-            return "a line of the record above (its time and level), which alerted"
-        if follows:
-            return "a line right after an alert of its stream: part of that incident"
-        return None
+        same = record is not None and latest is not None and latest[0] == record
+        _keep_recent(state.records, stream, (record, same and latest[1]), self.config.flow_entities)
+        return same and latest[1]
 
-    def _record_alerted(self, state: _Source, stream: str | None, line: int | str | None = None) -> None:
-        """A line (``line``: its ``_line_key``) of the stream's latest record alerted: the rest of that record is
-        its alert's, and so are the stream's next ``incident_lines`` lines after it in other patterns."""
+    def _record_alerted(self, state: _Source, stream: str | None) -> None:
+        """A line of the stream's latest record alerted: the rest of that record is its alert's."""
         if stream in state.records:
-            state.records[stream] = (state.records[stream][0], True, self.config.incident_lines, line)
-
-    def _line_key(self, state: _Source, masked: str, template_id: int | None = None) -> int | str:
-        """A line's pattern for ``_part_of_alert``: its template, or its text rid of ids where it has none yet."""
-        if template_id is None:
-            cluster = self._match(state.miner, masked)
-            template_id = cluster.cluster_id if cluster is not None else None
-        return template_id if template_id is not None else without_ids(masked)
+            state.records[stream] = (state.records[stream][0], True)
 
     def _step(self, state: _Source, stream: str | None, step: int | None) -> None:
         """The stream's (or its writer's, ``after_key``) latest line was at ``step`` (its template; None: a
