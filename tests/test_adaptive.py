@@ -1484,8 +1484,8 @@ def test_a_usage_text_a_lookup_of_no_one_or_a_command_off_the_list_is_a_problem(
     adaptive = AdaptiveThresholds(CONFIG)
     feed(adaptive, "src", 300)
     for line in ("usage: git daemon [--verbose] [--syslog] [--export-all]",
-                 "<N1>(<N5>) NOTICE: <script>: INVITE sip:bob@example.test -> sip:kevin@example.test: "
-                 "no contact registered",
+                 ("<N1>(<N5>) NOTICE: <script>: INVITE sip:bob@example.test -> sip:kevin@example.test: "
+                  "no contact registered"),
                  "Command crst is not executed because it is not in the whitelist."):
         assert judge_and_learn(adaptive, line, level=None).how == UNSEEN_PROBLEM, line
     for line in ("CPU Usage: <N1>.<N3> seconds = <N1>.<N3> user + <N1>.<N3> sys",

@@ -80,7 +80,7 @@ def test_a_data_dir_that_cannot_be_made_is_refused_with_what_to_set(tmp_path, mo
     taken.mkdir()
     (taken / "workers").write_text("")
     monkeypatch.setenv("LOGSTREAM_WORKER__DATA_DIR", str(taken))
-    with pytest.raises(ValueError, match="no worker slot can be claimed.*LOGSTREAM_WORKER__DATA_DIR"):
+    with pytest.raises(ValueError, match="cannot be used.*LOGSTREAM_WORKER__DATA_DIR"):
         build_app(Settings())
 
 

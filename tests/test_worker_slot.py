@@ -5,6 +5,8 @@ import signal
 import subprocess
 import sys
 
+import pytest
+
 from logstream.service.worker_slot import claim_slot
 
 
@@ -17,6 +19,8 @@ def test_workers_of_one_data_dir_get_slots_of_their_own_and_a_released_one_is_ta
     again = claim_slot(tmp_path)
     assert again.path == first.path  # the lowest free slot: a restarted worker finds what it saved
     assert claim_slot(tmp_path).path.name == "2"
+    with pytest.raises(ValueError, match="LOGSTREAM_WORKER__DATA_DIR"):  # every slot held: say what to set
+        claim_slot(tmp_path, max_slots=2)
 
 
 def test_the_slot_of_a_killed_worker_is_free_at_once(tmp_path):

@@ -506,18 +506,14 @@ def build_app(settings: Settings, model: ModelWorker | None = None, http_socket:
     if not kafka.bootstrap_servers:
         raise unreachable(None)
     data_dir = settings.data_dir()
-    try:  # Faust's tables, the adaptive state and the model versions live here: missing parents are made
-        data_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ValueError(f"worker.data_dir {data_dir} cannot be created ({exc.strerror}): set "
-                         "LOGSTREAM_WORKER__DATA_DIR to a writable directory") from None
+    try:  # Faust's data and the model versions live here (missing parents are made), and this process's own
+        data_dir.mkdir(parents=True, exist_ok=True)  # slot of it: its saved thresholds and messages in hand
+        slot = claim_slot(data_dir)
+    except OSError as exc:  # read-only, another user's, a file in the way, a filesystem without locks
+        raise ValueError(f"worker.data_dir {data_dir} cannot be used ({exc.strerror}): set "
+                         "LOGSTREAM_WORKER__DATA_DIR to a directory on a local filesystem this user may write") from None
     initialise_labels()
     READY.set(0)
-    try:  # this process's own saved thresholds and messages in hand
-        slot = claim_slot(data_dir)
-    except OSError as exc:  # read-only, another user's, or a filesystem without locks
-        raise ValueError(f"worker.data_dir {data_dir}: no worker slot can be claimed in it ({exc.strerror}): set "
-                         "LOGSTREAM_WORKER__DATA_DIR to a directory on a local filesystem this user may write")
     model = model or ModelWorker(settings, state_path=slot.path / "adaptive-thresholds.json")
     app = faust.App(
         kafka.consumer_group,

@@ -66,7 +66,7 @@ def claim_slot(data_dir: Path, max_slots: int = MAX_SLOTS) -> WorkerSlot:
             _take_over_unslotted(data_dir, path)
         log.info("worker slot %s (its saved thresholds and messages in hand)", path)
         return WorkerSlot(path, handle)
-    raise RuntimeError(f"all {max_slots} worker slots of {data_dir} are held by live processes: give these "
+    raise ValueError(f"all {max_slots} worker slots of {data_dir} are held by live processes: give these "
                        "workers data directories of their own (LOGSTREAM_WORKER__DATA_DIR)")
 
 
