@@ -79,13 +79,14 @@ def test_a_new_template_is_judged_against_the_sources_new_templates():
 
 
 def judge_and_learn(adaptive: AdaptiveThresholds, line: str, score: float = 2.0, level: str | None = None,
-                    stream: str | None = None):
+                    stream: str | None = None, text: str | None = None):
     """What the scorer does with each line: judge it, then learn it if it did not alert."""
-    verdict = adaptive.judge("src", line, score, level=level, stream=stream)
-    if verdict.anomaly:
-        adaptive.seen("src", score, line, level=level, stream=stream)
+    verdict = adaptive.judge("src", line, score, level=level, stream=stream, text=text)
+    if verdict.anomaly or verdict.incident:
+        adaptive.seen("src", score, line, level=level, stream=stream, text=text, incident=verdict.incident)
     else:
-        adaptive.learn("src", line, score, level=level, routine=verdict.routine is not None, stream=stream)
+        adaptive.learn("src", line, score, level=level, routine=verdict.routine is not None, stream=stream,
+                       text=text)
     return verdict
 
 
@@ -1494,3 +1495,41 @@ def test_a_usage_text_a_lookup_of_no_one_or_a_command_off_the_list_is_a_problem(
                  "No handlers registered for topic orders",
                  "<N1>(<N5>) NOTICE: <script>: REGISTER sip:bob@example.test: contact registered"):
         assert not judge_and_learn(adaptive, line, level=None).anomaly, line
+
+
+def test_the_line_right_after_an_alert_that_names_the_same_thing_is_that_incident_not_news_of_its_own():
+    """Supervisor writes "killing 'archiver' (877) with SIGKILL" and, a millisecond later, "stopped: archiver
+    (terminated by SIGKILL)": one incident, which alerted twice. The stream's next line in another pattern that
+    names a thing the alert named (a word few of the source's normal lines hold) is the alert's: counted as its
+    line (``seen``), not learned as normal. Two lines that share only a problem word, or a word most lines
+    hold, are two pieces of news; so is the line after the incident's; ``incident_word_share`` 0 turns it off."""
+    def run(lines, config=CONFIG):
+        adaptive = AdaptiveThresholds(config)
+        rng = random.Random(0)
+        for i in range(300):  # the normal lines, with their text: the words they hold are counted
+            line = (f"session opened for user {rng.choice(USERS)} by root" if i % 5 else
+                    f"connection from {rng.choice(USERS)} accepted")
+            assert not judge_and_learn(adaptive, line, text=line, stream="supervisord").anomaly
+        return adaptive, [judge_and_learn(adaptive, line, level="WARN", text=line, stream="supervisord")
+                          for line in lines]
+
+    incident = ("killing 'archiver' (877) with SIGKILL", "stopped: archiver (terminated by SIGKILL)",
+                "exited: indexer (exit status 1; not expected)")
+    adaptive, (killing, stopped, exited) = run(incident)
+    assert killing.anomaly and not stopped.anomaly and stopped.incident
+    assert "'SIGKILL'" in stopped.routine and "incident" in stopped.routine
+    assert exited.anomaly  # the line after the incident's is judged on its own
+    state = adaptive._sources["src"]
+    assert not state.level_normal.get(adaptive._level_pattern(state, incident[1], "WARN"), 0)  # not learned
+    # saved and loaded, the counts of the words go on
+    restored = AdaptiveThresholds(CONFIG)
+    restored.load_state(json.loads(json.dumps(adaptive.state())))
+    assert restored._sources["src"].words.lines == state.words.lines == 300
+    assert restored._sources["src"].words.counts["session"] == state.words.counts["session"] == 240
+    # only a problem word in common, or a word most normal lines hold: two alerts
+    _, verdicts = run(("disk sda1 failed to read", "upstream backend failed to answer"))
+    assert [v.anomaly for v in verdicts] == [True, True]
+    _, verdicts = run(("session of carol lost its lock", "session store closed under load"))
+    assert [v.anomaly for v in verdicts] == [True, True]
+    _, (_, stopped_off, _) = run(incident, CONFIG.model_copy(update={"incident_word_share": 0}))
+    assert stopped_off.anomaly

@@ -125,6 +125,7 @@ from drain3.template_miner_config import TemplateMinerConfig
 
 from ..config import AdaptiveSettings
 from .flows import START, EntityFlows, FlowState, NamedFlows
+from .incident import WORD_LIMIT, WordCounts, shared_name
 from .line_words import (
     EXIT_ZERO,
     GLUED_NUMBER,
@@ -190,6 +191,8 @@ class Verdict:
     source: str | None = None
     note: str = ""  # a readable sentence saying where the threshold came from
     routine: str | None = None  # a problem rule held back because the problem keeps coming back: why
+    incident: bool = False  # a line of the incident its stream's alert right before it told (``routine`` says
+    # what it names): counted as an alert's line (``seen``), not learned as normal nor as a problem come back
 
     def learnable(self) -> bool:
         return not self.anomaly
@@ -235,8 +238,10 @@ class _Source:
     startup_patterns: OrderedDict = field(default_factory=OrderedDict)
     # stream -> the step (template) of its latest line, least recent first: what a problem came right after
     previous: OrderedDict = field(default_factory=OrderedDict)
-    # stream -> (its latest line's record: time and level, whether a line of that record alerted)
+    # stream -> (its latest line's record: time and level, whether a line of that record alerted, and where its
+    # latest line alerted, that line's pattern (``_line_key``) and the things it names: ``incident``)
     records: OrderedDict = field(default_factory=OrderedDict)
+    words: WordCounts = field(default_factory=WordCounts)  # how many normal lines hold each word
     # stream -> its lines so far, least recent first: the clock of a pattern only that stream has shown
     stream_lines: OrderedDict = field(default_factory=OrderedDict)
 
@@ -400,9 +405,21 @@ class AdaptiveThresholds:
         """
         verdict = self._judge_score(source, masked, score)
         state = self._sources[source]
-        if self._same_record(state, stream, record):
+        same_record, named = self._part_of_alert(state, stream, record,
+                                                 self._line_key(state, masked, verdict.template_id), text)
+        if same_record:
             return replace(verdict, anomaly=False, routine="a line of the record above (its time and level), "
                            "which alerted")
+        verdict = self._judge_line(source, state, verdict, masked, score, calibrated, level, text, stream, writer)
+        if verdict.anomaly and named:  # a line that would not alert is learned as any line is
+            return replace(verdict, anomaly=False, incident=True, routine=f"names {named!r} as the alert right "
+                           "before it in its stream did: that incident's line")
+        return verdict
+
+    def _judge_line(self, source: str, state: _Source, verdict: Verdict, masked: str, score: float,
+                    calibrated: float | None, level: str | None, text: str | None, stream: str | None,
+                    writer: str | None) -> Verdict:
+        """``judge``'s rules past the score's own verdict (``_judge_score``), for a line on its own."""
         after = state.previous.get(after_key(stream, writer))
         words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         if verdict.anomaly and verdict.how == NOVEL:
@@ -769,6 +786,8 @@ class AdaptiveThresholds:
                 state.templates[cluster.cluster_id].scores.append(score)
             return
         self._count(state, score, stream)
+        if text is not None:
+            state.words.add(text, WORD_LIMIT)
         words = self._problem_words_in(masked, level, text)
         if self._benign(masked, level, words, text):
             # neither a normal line at its level nor a problem coming back: a warning in its pattern ("is DOWN"
@@ -799,17 +818,24 @@ class AdaptiveThresholds:
 
     def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None,
              text: str | None = None, how: str | None = None, stream: str | None = None,
-             writer: str | None = None) -> None:
+             writer: str | None = None, incident: bool = False) -> None:
         """Count a line that alerted (it is not learned from, but the source has shown one more line,
         at its level; with its text, its problem pattern counts one more alert, and its entities move
-        on to its step: ``how`` it alerted, ``OUT_OF_ORDER``, counts its pair of steps once more)."""
+        on to its step: ``how`` it alerted, ``OUT_OF_ORDER``, counts its pair of steps once more).
+        ``incident``: the line did not alert itself, it is a line of the alert right before it
+        (``Verdict.incident``): the line after it is judged on its own."""
         if source in self._rescoring:
             return
         state = self._source(source)
         self._count(state, score, stream)
-        self._record_alerted(state, stream)
+        if masked is None and not incident:
+            self._record_alerted(state, stream)
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
+            share = self.config.incident_word_share
+            if not incident:
+                self._record_alerted(state, stream, self._line_key(state, masked),
+                                     state.words.names(text, share, words) if text is not None and share else None)
             key = after_key(stream, writer)
             self._startup_line(state, masked, words, self._recur(state, masked, level, words,
                                                                  state.previous.get(key), stream))
@@ -932,20 +958,35 @@ class AdaptiveThresholds:
             _forget_gone(state.problem_normal, state.problems)
         return key
 
-    def _same_record(self, state: _Source, stream: str | None, record: str | None) -> bool:
-        """Whether the line goes on a record of ``stream`` that alerted; keeps the line's record as the stream's
-        latest (RabbitMQ writes each line of a report with its header: 9 lines, each a rare ERROR line)."""
+    def _part_of_alert(self, state: _Source, stream: str | None, record: str | None, line: int | str,
+                       text: str | None) -> tuple[bool, str | None]:
+        """Whether the line is part of its stream's latest alert: whether it goes on a record that alerted
+        (RabbitMQ writes each line of a report with its header: 9 lines, each a rare ERROR line), and the thing
+        it names as the alert right before it did, in another pattern (``line``: its ``_line_key``;
+        ``logstream.scoring.incident``), or None. Either is not news of its own, nor learned as normal (the same
+        pattern again is a burst, which the problem rules count: ``episode_alerts``). Keeps the line's record as
+        the stream's latest."""
         if stream is None:
-            return False
+            return False, None
         latest = state.records.get(stream)
-        same = record is not None and latest is not None and latest[0] == record
-        _keep_recent(state.records, stream, (record, same and latest[1]), self.config.flow_entities)
-        return same and latest[1]
+        same = record is not None and latest is not None and latest[0] == record and latest[1]
+        _keep_recent(state.records, stream, (record, same, None, None), self.config.flow_entities)
+        named = shared_name(latest[3], text) if latest is not None and latest[2] != line else None
+        return same, named
 
-    def _record_alerted(self, state: _Source, stream: str | None) -> None:
-        """A line of the stream's latest record alerted: the rest of that record is its alert's."""
+    def _record_alerted(self, state: _Source, stream: str | None, line: int | str | None = None,
+                        names: frozenset[str] | None = None) -> None:
+        """A line of the stream's latest record alerted: the rest of that record is its alert's, and so is the
+        stream's next line where it names one of ``names`` in another pattern than ``line`` (``_line_key``)."""
         if stream in state.records:
-            state.records[stream] = (state.records[stream][0], True)
+            state.records[stream] = (state.records[stream][0], True, line, names)
+
+    def _line_key(self, state: _Source, masked: str, template_id: int | None = None) -> int | str:
+        """A line's pattern for ``_part_of_alert``: its template, or its text rid of ids where it has none yet."""
+        if template_id is None:
+            cluster = self._match(state.miner, masked)
+            template_id = cluster.cluster_id if cluster is not None else None
+        return template_id if template_id is not None else without_ids(masked)
 
     def _step(self, state: _Source, stream: str | None, step: int | None) -> None:
         """The stream's (or its writer's, ``after_key``) latest line was at ``step`` (its template; None: a
@@ -1079,6 +1120,7 @@ class AdaptiveThresholds:
                 "previous": [[stream, clusters[step]] for stream, step in
                              list(state.previous.items())[-SAVED_STREAMS:] if step in clusters],
                 "stream_lines": list(state.stream_lines.items())[-SAVED_STREAMS:],
+                "words": state.words.as_json(self.config.incident_word_share),
                 "startups": {"at": state.startup_at, "count": state.startups,
                              "patterns": [[problems[cid], words, seen] for (cid, words), seen in
                                           state.startup_patterns.items() if cid in problems]}}
@@ -1104,6 +1146,8 @@ class AdaptiveThresholds:
                 state.previous[stream] = step_of(template)
             for stream, lines in saved.get("stream_lines", []):  # kept since patterns had a home stream
                 state.stream_lines[stream] = int(lines)
+            if "words" in saved:  # kept since incidents were told by the things they name
+                state.words = WordCounts.from_json(saved["words"])
             for item in saved.get("problems", []):
                 key = (state.problems.add_log_message(problem_pattern(item["template"]))["cluster_id"], item.get("words"))
                 if item["normal"]:

@@ -244,9 +244,9 @@ class LineScorer:
                 line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None,
                                        note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
-            if line.verdict.anomaly:
+            if line.verdict.anomaly or line.verdict.incident:  # an incident's line is its alert's, not normal
                 self.adaptive.seen(source, line.score, line.masked, level=level, text=text, how=line.verdict.how,
-                                   stream=line.stream, writer=writer)
+                                   stream=line.stream, writer=writer, incident=line.verdict.incident)
             else:
                 self.adaptive.learn(source, line.masked, line.score, level=level,
                                     routine=line.verdict.routine is not None, text=text, stream=line.stream,
