@@ -1300,9 +1300,18 @@ def test_a_stop_by_the_polite_signal_at_a_rare_level_is_no_news_but_a_kill_or_a_
         verdict = judge_and_learn(adaptive, line, level="WARN")
         assert not verdict.anomaly and "orderly" in verdict.routine, line
         feed(adaptive, "src", 30)
-    for line in ("stopped: archiver (terminated by SIGKILL)", "exited: web_<N1> (terminated by SIGSEGV; not expected)",
-                 "stopped: job_<N1> (terminated unexpectedly)", "reloading configuration failed: bad option"):
-        assert judge_and_learn(adaptive, line, level="WARN").anomaly, line
+    # the same signal by its number, which only the text before masking shows (MiniDLNA at WARN)
+    verdict = judge_and_learn(adaptive, "minidlna.c:<N3>: received signal <N2>, good-bye", level="WARN",
+                              text="minidlna.c:200: received signal 15, good-bye")
+    assert not verdict.anomaly and "orderly" in verdict.routine
+    feed(adaptive, "src", 30)
+    for line, text in (("stopped: archiver (terminated by SIGKILL)", None),
+                       ("exited: web_<N1> (terminated by SIGSEGV; not expected)", None),
+                       ("stopped: job_<N1> (terminated unexpectedly)", None),
+                       ("reloading configuration failed: bad option", None),
+                       ("minidlna.c:<N3>: received signal <N2>, good-bye", "minidlna.c:200: received signal 11, good-bye"),
+                       ("worker <N2> lost after signal <N2>", "worker 12 lost after signal 15")):
+        assert judge_and_learn(adaptive, line, level="WARN", text=text).anomaly, line
         feed(adaptive, "src", 30)
 
 

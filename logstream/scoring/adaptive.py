@@ -137,6 +137,7 @@ from .line_words import (
     ZERO_AFTER,
     ZERO_BEFORE,
     ZERO_REACH,
+    bad_outcome,
     blank_keyed,
     blank_traced,
     fatal_signal,
@@ -423,7 +424,7 @@ class AdaptiveThresholds:
         after = state.previous.get(after_key(stream, writer))
         words = self._problem_words_in(masked, level, text)  # once a line: every rule below reads them
         if verdict.anomaly and verdict.how == NOVEL:
-            orderly = self._orderly(masked, words)
+            orderly = self._orderly(masked, words, text)
             startup = None if orderly else self._startup_repeat(state, masked, words, level)
             if orderly:  # a new message of a program starting or stopping in order is no news by its novelty
                 verdict = replace(verdict, anomaly=False, routine=f"a new message that reports {orderly!r}: "
@@ -563,7 +564,7 @@ class AdaptiveThresholds:
         """The words by which a line reports a success or an orderly start or stop, whatever its level, when
         it has no problem ``words`` and no word of a bad outcome; else None. With its ``text``, an exit with
         status 0 is one too."""
-        if self._benign_words is None or words or NOT_BENIGN.search(masked):
+        if self._benign_words is None or words or bad_outcome(masked, text):
             return None
         found = self._benign_words.search(masked) or (EXIT_ZERO.search(text) if text else None)
         return found.group(0) if found else None

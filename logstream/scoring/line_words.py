@@ -28,6 +28,18 @@ PHRASE_SLASH = re.compile(r"(?<![\w/])([A-Z][a-z]++)/(?=[A-Z][a-z]+ )")
 # "exited: web_0 (exit status 0; not expected)" is a program that stopped when it should have kept running)
 NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated(?! by SIG(?:TERM|INT|QUIT)\b)|signal(?:l?ed)?(?![ =:]+SIG(?:TERM|INT|HUP|QUIT)\b)|"
                         r"(?:un|not )expected(?:ly)?)\b", re.IGNORECASE)
+# a stop or reload asked for, by its signal's number, which the masked text hides: SIGHUP (1), SIGINT (2),
+# SIGQUIT (3), SIGTERM (15) (MiniDLNA's "received signal 15, good-bye" at WARN): no bad outcome (``bad_outcome``)
+ASKED_SIGNAL = re.compile(r"\bsignal\s*[=:]?\s*(?:1|2|3|15)(?![\d.])", re.IGNORECASE)
+
+
+def bad_outcome(masked: str, text: str | None = None):
+    """The first word of a bad outcome in a line (``NOT_BENIGN``), or None; with its ``text`` before masking, a
+    signal that asks a program to stop or reload, by its number, is none."""
+    found = NOT_BENIGN.search(masked)
+    if found and text is not None and ASKED_SIGNAL.search(text):
+        return NOT_BENIGN.search(ASKED_SIGNAL.sub("", text))
+    return found
 # a problem word counted zero, as tallies write it: a 0 that opens the line or a clause, or follows "with"
 # (and the like), then at most two words of its noun ("0 Invalid entries.", "0 With invalid flags", "5 passed,
 # 0 failed", "with 0 errors"); or the word, then ": 0" ending a clause ("errors: 0, warnings: 2"). Not an
