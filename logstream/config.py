@@ -306,11 +306,12 @@ class AdaptiveSettings(Section):
                                       "detection.md). 0: as `episode_alerts`")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
     incident_word_share: float = Field(0.01, ge=0, le=1, description="a stream's line right after one of its "
-                                       "alerts, in another pattern, that names a thing the alert named (a word "
-                                       "held by at most this share of the source's normal lines, not a level nor "
-                                       "a problem word) is that incident's line, not news of its own: Supervisor's "
-                                       "`killing 'archiver' with SIGKILL` then `stopped: archiver (terminated by "
-                                       "SIGKILL)` (logstream.scoring.incident; 0 turns this off)")
+                                       "alerts, in another pattern, that shares a rare word with the alert (held "
+                                       "by at most this share of the source's normal lines; not a level, a word "
+                                       "of the language, a short code nor a problem word) is that incident's line, "
+                                       "not news of its own: Supervisor's `killing 'archiver' with SIGKILL` then "
+                                       "`stopped: archiver (terminated by SIGKILL)` (logstream.scoring.incident; "
+                                       "0 turns this off)")
     startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports a start or stop "
                                "(and after its first line) that are its start-up: a line there without problem words "
                                "whose pattern the source also wrote in an earlier start-up, and never away from one, "

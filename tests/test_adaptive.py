@@ -1301,10 +1301,11 @@ def test_a_stop_by_the_polite_signal_at_a_rare_level_is_no_news_but_a_kill_or_a_
         assert not verdict.anomaly and "orderly" in verdict.routine, line
         feed(adaptive, "src", 30)
     # the same signal by its number, which only the text before masking shows (MiniDLNA at WARN)
-    verdict = judge_and_learn(adaptive, "minidlna.c:<N3>: received signal <N2>, good-bye", level="WARN",
-                              text="minidlna.c:200: received signal 15, good-bye")
-    assert not verdict.anomaly and "orderly" in verdict.routine
-    feed(adaptive, "src", 30)
+    for line, text in (("minidlna.c:<N3>: received signal <N2>, good-bye", "minidlna.c:200: received signal 15, good-bye"),
+                       ("stopped: job_<N1> (terminated by signal <N2>)", "stopped: job_3 (terminated by signal 15)")):
+        verdict = judge_and_learn(adaptive, line, level="WARN", text=text)
+        assert not verdict.anomaly and "orderly" in verdict.routine, text
+        feed(adaptive, "src", 30)
     for line, text in (("stopped: archiver (terminated by SIGKILL)", None),
                        ("exited: web_<N1> (terminated by SIGSEGV; not expected)", None),
                        ("stopped: job_<N1> (terminated unexpectedly)", None),
@@ -1523,11 +1524,11 @@ def test_the_line_right_after_an_alert_that_names_the_same_thing_is_that_inciden
                           for line in lines]
 
     incident = ("killing 'archiver' (877) with SIGKILL", "stopped: archiver (terminated by SIGKILL)",
-                "exited: indexer (exit status 1; not expected)")
+                "exited: archiver (terminated by SIGKILL; not expected)")
     adaptive, (killing, stopped, exited) = run(incident)
     assert killing.anomaly and not stopped.anomaly and stopped.incident
-    assert "'SIGKILL'" in stopped.routine and "incident" in stopped.routine
-    assert exited.anomaly  # the line after the incident's is judged on its own
+    assert "'archiver'" in stopped.routine and "incident" in stopped.routine
+    assert exited.anomaly  # the line after the incident's is judged on its own, though it names archiver too
     state = adaptive._sources["src"]
     assert not state.level_normal.get(adaptive._level_pattern(state, incident[1], "WARN"), 0)  # not learned
     # saved and loaded, the counts of the words go on
@@ -1538,7 +1539,12 @@ def test_the_line_right_after_an_alert_that_names_the_same_thing_is_that_inciden
     # only a problem word in common, or a word most normal lines hold: two alerts
     _, verdicts = run(("disk sda1 failed to read", "upstream backend failed to answer"))
     assert [v.anomaly for v in verdicts] == [True, True]
-    _, verdicts = run(("session of carol lost its lock", "session store closed under load"))
+    _, verdicts = run(("Session of carol lost its lock", "session store closed under load"))
+    assert [v.anomaly for v in verdicts] == [True, True]
+    # nor the same new pattern again (a burst, which ``episode_alerts`` tells), nor words of the language or codes
+    _, verdicts = run(("worker alpha crashed hard", "worker beta crashed hard"))
+    assert [v.anomaly for v in verdicts] == [True, True]
+    _, verdicts = run(("disk full on the volume data1 (500)", "certificate of the proxy expired (500)"))
     assert [v.anomaly for v in verdicts] == [True, True]
     _, (_, stopped_off, _) = run(incident, CONFIG.model_copy(update={"incident_word_share": 0}))
     assert stopped_off.anomaly

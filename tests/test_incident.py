@@ -1,7 +1,7 @@
 """The words that name a thing in a line (``logstream.scoring.incident``): what few of a source's normal lines
 hold, bounded, and saved with what it needs."""
 
-from logstream.scoring.incident import WordCounts, shared_name
+from logstream.scoring.incident import WordCounts, same_pattern, shared_name
 
 
 def test_a_name_is_a_word_few_normal_lines_hold_and_neither_a_level_nor_a_problem_word():
@@ -34,3 +34,16 @@ def test_saved_it_keeps_what_names_needs():
     restored = WordCounts.from_json(saved)
     for line in ("job 12 paused by operator", "runner 9 done"):
         assert restored.names(line, 0.01) == words.names(line, 0.01)
+
+
+def test_too_few_lines_name_nothing_and_patterns_compare_by_template_or_by_words_in_place():
+    words = WordCounts()
+    for _ in range(99):
+        words.add("job done", limit=1000)
+    assert words.names("archiver killed", share=0.01) == frozenset()  # 99 lines: any word is rare for want of lines
+    words.add("job done", limit=1000)
+    assert words.names("Archiver killed with 500 for the time being", share=0.01) == {"archiver", "killed", "time"}
+    assert same_pattern((3, "a b"), (3, "c d"), 0.7) and not same_pattern((3, "x y"), (4, "x y"), 0.7)
+    assert same_pattern((None, "worker alpha crashed hard"), (5, "worker beta crashed hard"), 0.7)
+    assert not same_pattern((None, "worker alpha crashed hard"), (None, "worker alpha crashed"), 0.7)
+    assert not same_pattern((None, "disk sda failed to read"), (None, "link eth0 failed to come up"), 0.7)

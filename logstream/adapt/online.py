@@ -79,7 +79,8 @@ class OnlineAdapter:
                                                      deque(maxlen=self.settings.relearn_lines), gap=first,
                                                      next_round=first)
             track.lines += 1
-            if not result.is_anomaly:
+            incident = result.verdict is not None and result.verdict.incident  # an alert's line, not normal
+            if not result.is_anomaly and not incident:
                 track.tail.append((stream, line))
                 track.encoded.append((stream, result.canonical, result.masked, result.token_ids))
 

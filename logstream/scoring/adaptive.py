@@ -99,6 +99,10 @@ source has shown, per template:
   burst is news again, told in its first ``later_episode_alerts`` lines (the coming back is the news);
   an error that strikes now and then stays news. Routine lines are not learned as normal problems: once a
   pattern has been quiet for ``routine_window`` lines it is news again.
+* **One incident, one alert.** The rest of a multi-line record that alerted is that alert's (``record_key``),
+  and so is the stream's next line, in another pattern, where it shares a rare word with the alert
+  (``logstream.scoring.incident``: Supervisor's ``killing 'archiver' ... with SIGKILL`` then ``stopped:
+  archiver``): counted as the alert's line (``Verdict.incident``), not learned as normal.
 * **Operator feedback.** A template marked normal (``mark_normal``) keeps alerting only far above
   the scores of the lines it was marked on, and the marked line's pattern at its level (or its access
   event: ``WARN Bad Request``) and its problem words are no news. The other rules still read the
@@ -125,7 +129,7 @@ from drain3.template_miner_config import TemplateMinerConfig
 
 from ..config import AdaptiveSettings
 from .flows import START, EntityFlows, FlowState, NamedFlows
-from .incident import WORD_LIMIT, WordCounts, shared_name
+from .incident import WORD_LIMIT, WordCounts, same_pattern, shared_name
 from .line_words import (
     EXIT_ZERO,
     GLUED_NUMBER,
@@ -196,7 +200,7 @@ class Verdict:
     # what it names): counted as an alert's line (``seen``), not learned as normal nor as a problem come back
 
     def learnable(self) -> bool:
-        return not self.anomaly
+        return not self.anomaly and not self.incident
 
 
 @dataclass
@@ -787,7 +791,7 @@ class AdaptiveThresholds:
                 state.templates[cluster.cluster_id].scores.append(score)
             return
         self._count(state, score, stream)
-        if text is not None:
+        if text is not None and self.config.incident_word_share:
             state.words.add(text, WORD_LIMIT)
         words = self._problem_words_in(masked, level, text)
         if self._benign(masked, level, words, text):
@@ -800,7 +804,7 @@ class AdaptiveThresholds:
             key = self._problem_normal(state, masked, words)
             state.levels[level] = state.levels.get(level, 0) + 1
             self._level_normal(state, masked, level)
-        self._startup_line(state, masked, words, key)
+        self._startup_line(state, masked, words, key, text)
         self._since_start(state, self._match(state.miner, masked))
         cluster_id = self._cluster(state, masked)
         self._flow_step(state, cluster_id, text, masked, normal=True)
@@ -829,7 +833,7 @@ class AdaptiveThresholds:
             return
         state = self._source(source)
         self._count(state, score, stream)
-        if masked is None and not incident:
+        if masked is None or incident:  # the rest of its record is its alert's; the next line is judged alone
             self._record_alerted(state, stream)
         if masked is not None:
             words = self._problem_words_in(masked, level, text)
@@ -839,7 +843,7 @@ class AdaptiveThresholds:
                                      state.words.names(text, share, words) if text is not None and share else None)
             key = after_key(stream, writer)
             self._startup_line(state, masked, words, self._recur(state, masked, level, words,
-                                                                 state.previous.get(key), stream))
+                                                                 state.previous.get(key), stream), text)
             cluster = self._match(state.miner, masked)
             step = cluster.cluster_id if cluster is not None else None
             self._step(state, key, step)
@@ -876,14 +880,15 @@ class AdaptiveThresholds:
         return (f"a line this source also wrote in {seen[0]} earlier start-up{'s' if seen[0] > 1 else ''} "
                 "(within a few lines of an orderly start or stop)")
 
-    def _startup_line(self, state: _Source, masked: str, words: list[str], key: tuple[int, str] | None) -> None:
+    def _startup_line(self, state: _Source, masked: str, words: list[str], key: tuple[int, str] | None,
+                      text: str | None = None) -> None:
         """Follow the source's start-ups: a line that reports a start or stop (``START_STOP``) with no problem
         ``words`` and no bad outcome opens one (unless one is open); a line is remembered by its problem pattern
         ``key`` (``_problem_key``, as ``learn`` or ``seen`` found it) with the start-up it was written in, or as
         written away from one. Counted after the line (``_count``)."""
         if not self.config.startup_lines:
             return
-        if not words and START_STOP.search(masked) and not NOT_BENIGN.search(masked):
+        if not words and START_STOP.search(masked) and not bad_outcome(masked, text):
             if not self._in_startup(state):
                 state.startups += 1
             state.startup_at = state.lines
@@ -972,7 +977,8 @@ class AdaptiveThresholds:
         latest = state.records.get(stream)
         same = record is not None and latest is not None and latest[0] == record and latest[1]
         _keep_recent(state.records, stream, (record, same, None, None), self.config.flow_entities)
-        named = shared_name(latest[3], text) if latest is not None and latest[2] != line else None
+        named = (shared_name(latest[3], text) if latest is not None and latest[3]
+                 and not same_pattern(latest[2], line, self.config.similarity) else None)
         return same, named
 
     def _record_alerted(self, state: _Source, stream: str | None, line: int | str | None = None,
@@ -982,12 +988,13 @@ class AdaptiveThresholds:
         if stream in state.records:
             state.records[stream] = (state.records[stream][0], True, line, names)
 
-    def _line_key(self, state: _Source, masked: str, template_id: int | None = None) -> int | str:
-        """A line's pattern for ``_part_of_alert``: its template, or its text rid of ids where it has none yet."""
+    def _line_key(self, state: _Source, masked: str, template_id: int | None = None) -> tuple[int | None, str]:
+        """A line's pattern for ``_part_of_alert`` (``incident.same_pattern``): its template, where it has one,
+        and its text rid of ids."""
         if template_id is None:
             cluster = self._match(state.miner, masked)
             template_id = cluster.cluster_id if cluster is not None else None
-        return template_id if template_id is not None else without_ids(masked)
+        return template_id, without_ids(masked)
 
     def _step(self, state: _Source, stream: str | None, step: int | None) -> None:
         """The stream's (or its writer's, ``after_key``) latest line was at ``step`` (its template; None: a

@@ -15,14 +15,30 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 WORD = re.compile(r"\w{3,}")  # shorter words (``id``, a thread's ``19``) name nothing in particular
-WORD_LIMIT = 20_000  # words counted per source (a source's vocabulary, with its ids, grows without end)
+CODE = re.compile(r"\d{1,3}")  # a status or error code (``500``, coturn's ``486``) is a kind, not a thing
+WORD_LIMIT = 5_000  # words counted per source (a source's vocabulary, with its ids, grows without end)
+# words of the language, which a source that never writes them in a normal line would take for names
+STOP_WORDS = frozenset({"the", "and", "for", "with", "from", "into", "onto", "that", "this", "these", "those",
+                        "was", "were", "are", "has", "had", "have", "not", "but", "its", "all", "any", "now",
+                        "will", "been", "being", "out", "off", "then", "than", "there", "when", "while", "after",
+                        "before", "over", "under", "per", "via", "you", "your", "our", "can", "could", "would"})
 LEVEL_WORDS = frozenset({"emerg", "emergency", "alert", "crit", "critical", "fatal", "error", "err", "severe",
                          "warn", "warning", "notice", "info", "information", "debug", "trace", "verbose"})
 
 
 def words_of(text: str) -> set[str]:
-    """A line's words, as ``WordCounts`` counts them."""
-    return set(WORD.findall(text))
+    """A line's words, as ``WordCounts`` counts them: in lower case (``Session`` is ``session``)."""
+    return set(WORD.findall(text.lower()))
+
+
+def same_pattern(first: tuple[int | None, str], second: tuple[int | None, str], similarity: float) -> bool:
+    """Whether two lines' patterns (template id, where a line has one, and text rid of ids) are one: the same
+    template, or, where either has none yet (a new line that alerted), words in the same places at
+    ``similarity`` at least (drain3's measure): ``worker alpha crashed hard`` and ``worker beta crashed hard``."""
+    if first[0] is not None and second[0] is not None:
+        return first[0] == second[0]
+    a, b = first[1].split(), second[1].split()
+    return len(a) == len(b) and sum(x == y for x, y in zip(a, b)) >= similarity * len(a)
 
 
 @dataclass
@@ -40,11 +56,15 @@ class WordCounts:
 
     def names(self, text: str, share: float, problem_words: list[str] = ()) -> frozenset[str]:
         """The words of ``text`` that name a thing: held by at most ``share`` of the normal lines, and neither a
-        level nor part of one of the line's ``problem_words``."""
-        ordinary = LEVEL_WORDS | {word for phrase in problem_words for word in words_of(phrase.lower())}
+        level, a word of the language, a code of three digits or fewer, nor part of one of the line's
+        ``problem_words``. None before the source has shown ``1 / share`` normal lines (a word then is rare only
+        for want of lines)."""
         bar = share * self.lines
-        return frozenset(word for word in words_of(text)
-                         if word.lower() not in ordinary and self.counts.get(word, 0) <= bar)
+        if bar < 1:
+            return frozenset()
+        ordinary = LEVEL_WORDS | STOP_WORDS | {word for phrase in problem_words for word in words_of(phrase)}
+        return frozenset(word for word in words_of(text) if word not in ordinary and not CODE.fullmatch(word)
+                         and self.counts.get(word, 0) <= bar)
 
     def as_json(self, share: float) -> dict:
         """The count of lines and the words that are not rare (what ``names`` needs; the rest are rare anyway)."""

@@ -30,7 +30,7 @@ NOT_BENIGN = re.compile(r"\b(?:lost|(?<!shut )(?<!shutting )down|terminated(?! b
                         r"(?:un|not )expected(?:ly)?)\b", re.IGNORECASE)
 # a stop or reload asked for, by its signal's number, which the masked text hides: SIGHUP (1), SIGINT (2),
 # SIGQUIT (3), SIGTERM (15) (MiniDLNA's "received signal 15, good-bye" at WARN): no bad outcome (``bad_outcome``)
-ASKED_SIGNAL = re.compile(r"\bsignal\s*[=:]?\s*(?:1|2|3|15)(?![\d.])", re.IGNORECASE)
+ASKED_SIGNAL = re.compile(r"\bsignal\s*[=:]?\s*(?:1|2|3|15)(?!\d|\.\d)", re.IGNORECASE)
 
 
 def bad_outcome(masked: str, text: str | None = None):
@@ -38,7 +38,7 @@ def bad_outcome(masked: str, text: str | None = None):
     signal that asks a program to stop or reload, by its number, is none."""
     found = NOT_BENIGN.search(masked)
     if found and text is not None and ASKED_SIGNAL.search(text):
-        return NOT_BENIGN.search(ASKED_SIGNAL.sub("", text))
+        return NOT_BENIGN.search(ASKED_SIGNAL.sub("SIGTERM", text))  # "terminated by SIGTERM" is no bad outcome
     return found
 # a problem word counted zero, as tallies write it: a 0 that opens the line or a clause, or follows "with"
 # (and the like), then at most two words of its noun ("0 Invalid entries.", "0 With invalid flags", "5 passed,

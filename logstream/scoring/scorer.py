@@ -241,7 +241,7 @@ class LineScorer:
                                                level=level, text=text, stream=line.stream, record=record,
                                                writer=writer)
             if known_normal:
-                line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None,
+                line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None, incident=False,
                                        note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
             if line.verdict.anomaly or line.verdict.incident:  # an incident's line is its alert's, not normal
