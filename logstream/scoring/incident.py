@@ -2,8 +2,8 @@
 
 Supervisor writes ``killing 'archiver' (877) with SIGKILL`` and, a millisecond later, ``stopped: archiver
 (terminated by SIGKILL)``; snmpd ``sess_process_packet: parse fail`` then ``sess_process_packet: post-parse fail``;
-Prosody a session's ``<stream:error>`` then that session's ``Sending[c2s]: <stream:error>``. The thing named is a
-word few of the source's normal lines hold (a program, a session, a file, a client): not the source's usual
+upsd ``fopen .../upsd.pid: No such file or directory`` then ``Could not find PID file '.../upsd.pid'``. The thing
+named is a word few of the source's normal lines hold (a program, a session, a file, a client): not the usual
 vocabulary (the component every line names, ``main``), not a level, not a problem word (two failures in a row
 that share only ``failed`` are two pieces of news).
 """
