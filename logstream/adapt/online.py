@@ -79,8 +79,8 @@ class OnlineAdapter:
                                                      deque(maxlen=self.settings.relearn_lines), gap=first,
                                                      next_round=first)
             track.lines += 1
-            incident = result.verdict is not None and result.verdict.incident  # an alert's line, not normal
-            if not result.is_anomaly and not incident:
+            # an alert, or a line of the alert before it (``Verdict.incident``), is no normal line
+            if (result.verdict.learnable() if result.verdict is not None else not result.is_anomaly):
                 track.tail.append((stream, line))
                 track.encoded.append((stream, result.canonical, result.masked, result.token_ids))
 

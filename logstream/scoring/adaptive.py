@@ -410,8 +410,7 @@ class AdaptiveThresholds:
         """
         verdict = self._judge_score(source, masked, score)
         state = self._sources[source]
-        same_record, named = self._part_of_alert(state, stream, record,
-                                                 self._line_key(state, masked, verdict.template_id), text)
+        same_record, named = self._part_of_alert(state, stream, record, masked, verdict.template_id, text)
         if same_record:
             return replace(verdict, anomaly=False, routine="a line of the record above (its time and level), "
                            "which alerted")
@@ -964,11 +963,11 @@ class AdaptiveThresholds:
             _forget_gone(state.problem_normal, state.problems)
         return key
 
-    def _part_of_alert(self, state: _Source, stream: str | None, record: str | None, line: int | str,
-                       text: str | None) -> tuple[bool, str | None]:
+    def _part_of_alert(self, state: _Source, stream: str | None, record: str | None, masked: str,
+                       template_id: int | None, text: str | None) -> tuple[bool, str | None]:
         """Whether the line is part of its stream's latest alert: whether it goes on a record that alerted
         (RabbitMQ writes each line of a report with its header: 9 lines, each a rare ERROR line), and the thing
-        it names as the alert right before it did, in another pattern (``line``: its ``_line_key``;
+        it names as the alert right before it did, in another pattern (its ``_line_key``, found only then;
         ``logstream.scoring.incident``), or None. Either is not news of its own, nor learned as normal (the same
         pattern again is a burst, which the problem rules count: ``episode_alerts``). Keeps the line's record as
         the stream's latest."""
@@ -977,8 +976,9 @@ class AdaptiveThresholds:
         latest = state.records.get(stream)
         same = record is not None and latest is not None and latest[0] == record and latest[1]
         _keep_recent(state.records, stream, (record, same, None, None), self.config.flow_entities)
-        named = (shared_name(latest[3], text) if latest is not None and latest[3]
-                 and not same_pattern(latest[2], line, self.config.similarity) else None)
+        named = shared_name(latest[3], text) if latest is not None else None
+        if named and same_pattern(latest[2], self._line_key(state, masked, template_id), self.config.similarity):
+            named = None  # the same pattern again is a burst
         return same, named
 
     def _record_alerted(self, state: _Source, stream: str | None, line: int | str | None = None,

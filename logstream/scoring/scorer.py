@@ -244,7 +244,7 @@ class LineScorer:
                 line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None, incident=False,
                                        note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
-            if line.verdict.anomaly or line.verdict.incident:  # an incident's line is its alert's, not normal
+            if not line.verdict.learnable():  # an alert, or an incident's line (its alert's): not normal
                 self.adaptive.seen(source, line.score, line.masked, level=level, text=text, how=line.verdict.how,
                                    stream=line.stream, writer=writer, incident=line.verdict.incident)
             else:
