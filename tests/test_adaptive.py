@@ -1039,6 +1039,39 @@ def test_a_dns_replys_rcode_is_an_error_code():
     assert not any(ERROR_CODE.search(field[3]) for field in value_fields('scanned qrcode="<N1>"') if field)
 
 
+def test_a_code_is_judged_from_a_young_templates_lines_and_the_rest_of_a_burst_does_not_make_it_normal():
+    """PowerDNS Recursor's first SERVFAIL came at its Answer template's 109th line: judged only from the 100th
+    normal line of the field, an earlier failure was learned and every later ``rcode="2"`` read as normal. And
+    the rest of a burst held back (its first lines told the news) was learned too, which made the next burst,
+    another failure, normal. snmpd's ``request results (status = 17)`` is a code as well."""
+    config = CONFIG.model_copy(update={"range_min_lines": 100, "routine_gap": 5})
+    adaptive = AdaptiveThresholds(config)
+    line = 'msg="Answer" mtid="{}" qtype="A" rcode="{}" rd="1"'
+    for i in range(40):  # a young template: 40 normal lines, under range_min_lines
+        assert not judge_text(adaptive, line.format(1000 + i, 3 if i % 10 == 0 else 0)).anomaly, i
+    first = judge_text(adaptive, line.format(2000, 2))
+    assert first.anomaly and first.how == OUT_OF_RANGE and "never held in the template's 40" in first.note
+    told = [judge_text(adaptive, line.format(2001 + i, 2)) for i in range(5)]  # the rest of its burst
+    assert [v.anomaly for v in told] == [True, True, False, False, False]  # episode_alerts: 3 lines in all
+    assert "in a field that alerted" in told[-1].routine
+    for i in range(60):
+        judge_text(adaptive, line.format(3000 + i, 0))
+    later = judge_text(adaptive, line.format(4000, 2))  # the next failure, after the burst: news again
+    assert later.anomaly and later.how == OUT_OF_RANGE
+    # a quantity's range still waits for range_min_lines: a young template's large value is not judged
+    young = AdaptiveThresholds(config)
+    for i in range(40):
+        judge_text(young, f"flushed {i % 9 + 1} pages")
+    assert not judge_text(young, "flushed 900 pages").anomaly
+
+    snmpd = AdaptiveThresholds(config)
+    for i in range(30):
+        assert not judge_text(snmpd, "results: request results (status = 0):").anomaly
+    assert judge_text(snmpd, "results: request results (status = 17):").how == OUT_OF_RANGE
+    assert ERROR_CODE.search("results (status = <N") and ERROR_CODE.search('"status": <N')
+    assert not ERROR_CODE.search("statuses <N")
+
+
 def test_a_warning_a_program_writes_at_every_start_is_no_news_at_its_next_start():
     """Caddy writes ``WARN http: automatic HTTP->HTTPS redirects are disabled`` at every start: a warning the
     source wrote in an earlier start-up, and never away from one, is no news in the next one; a warning it also
@@ -1109,7 +1142,7 @@ def test_two_odd_values_among_a_templates_first_lines_do_not_make_later_ones_nor
     adaptive = source(0)
     saved = json.loads(json.dumps(adaptive.state()))
     for template in saved["sources"]["src"]["templates"]:
-        template["ranges"] = {key: [lines, least[0], greatest] for key, (lines, least, greatest) in
+        template["ranges"] = {key: [lines, least[0], greatest] for key, (lines, least, greatest, *_) in
                               template["ranges"].items()}
     again = AdaptiveThresholds(CONFIG.model_copy(update={"range_min_lines": 100}))
     again.load_state(saved)

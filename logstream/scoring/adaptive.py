@@ -73,11 +73,12 @@ source has shown, per template:
   do not count) and greatest value its normal lines held; once a field has ``range_min_lines`` of
   them, a value more than ``range_factor`` times beyond (above a field that was ever nonzero; below
   one that keeps within that factor, never under 100), a negative value where the field was
-  (almost) never negative, a nonzero error code (``err=``, ``rc=``, ``errno=``) where it was
-  always 0, or a code such a field never held where it held only a few (``NEW_CODE_SHARE``) alerts.
+  (almost) never negative, a nonzero error code (``err=``, ``rc=``, ``errno=``, ``status =``) where it was
+  always 0, or a code such a field never held where it held only a few (``NEW_CODE_SHARE``) alerts;
+  codes from the template's ``min_template_lines``-th normal line on.
   Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot (fractions, versions). Such a
   field that keeps going out of range turns routine like a problem pattern, and its held-back lines
-  widen the range. Nor a template's first line since its source's latest start-up: a restarted program
+  widen the range; the rest of a burst, held back because its first lines told the news, does not. Nor a template's first line since its source's latest start-up: a restarted program
   answers its first request of each kind slowly (cold caches, an index loaded).
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
@@ -120,6 +121,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict, deque
+from collections.abc import Collection
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -135,7 +137,6 @@ from .line_words import (
     GLUED_NUMBER,
     KEYED_QUOTE,
     LOW_LEVELS,
-    NOT_BENIGN,
     QUOTED,
     START_STOP,
     ZERO_AFTER,
@@ -153,11 +154,11 @@ from .masking import LineMasker
 from .recurrence import Recurrence
 from .value_fields import (
     ERROR_CODE,
-    EXIT_STATUS,
     IDENTIFIER,
     MAX_FIELDS,
     NEW_CODE_SHARE,
     RANGE_EXTREMES,
+    YOUNG_MAX_CODES,
     count_code,
     keep_least,
     range_floor,
@@ -464,9 +465,12 @@ class AdaptiveThresholds:
         beyond = self._out_of_range(state, verdict.template_id, masked, text)
         if beyond and self._first_since_start(state, verdict.template_id):
             verdict.routine = f"{beyond[0][1]}, in the template's first line since the source started"
-        elif beyond and not self._held_back(state, state.range_alerts.get((verdict.template_id, beyond[0][0]))):
-            return Verdict(True, verdict.threshold, OUT_OF_RANGE, verdict.template, verdict.template_id, source,
-                           beyond[0][1])
+        elif beyond:
+            held_back = self._held_back(state, state.range_alerts.get((verdict.template_id, beyond[0][0])))
+            if not held_back:
+                return Verdict(True, verdict.threshold, OUT_OF_RANGE, verdict.template, verdict.template_id,
+                               source, beyond[0][1])
+            verdict.routine = f"{beyond[0][1]}, in a field that {held_back}"
         for flows, flow_state, step, line in ((self._flows, state.flow, verdict.template_id, text),
                                               (self._named, state.named, self._named_step(state, masked), masked)):
             flow = flows.unknown(flow_state, step, line) if flows is not None else None
@@ -667,8 +671,10 @@ class AdaptiveThresholds:
             if seen is None or IDENTIFIER.search(name):
                 continue
             codes = seen[3] if len(seen) > 3 else None
-            if seen[0] < self.config.range_min_lines and not (  # a young field: only an exit status is judged
-                    codes is not None and seen[0] >= self.config.min_template_lines and EXIT_STATUS.search(name)):
+            young = seen[0] < self.config.range_min_lines
+            if young and not (  # a young field: only by its codes, and only an error code's that held few
+                    codes is not None and len(codes) <= YOUNG_MAX_CODES and seen[0] >= self.config.min_template_lines
+                    and ERROR_CODE.search(name)):
                 continue
             lines, least, greatest = seen[0], range_floor(seen[1]), seen[2]
             if codes and str(value) not in codes and ERROR_CODE.search(name) and (
@@ -677,6 +683,8 @@ class AdaptiveThresholds:
                 held = ", ".join(f"{int(code):,}" for code in sorted(codes, key=int))
                 beyond.append((f"{key}={value}", f"{shown!r}: a code this field never held in the template's "
                                f"{lines:,} normal lines (only {held})"))
+                continue
+            if young:
                 continue
             # below: only a field that keeps within a factor of its least (a timeout, a block size), not one
             # spread over orders of magnitude (a row id of 1..100,000: "aid = 5" after 100 lines over 100
@@ -691,10 +699,13 @@ class AdaptiveThresholds:
                 beyond.append((key, why))
         return beyond
 
-    def _learn_ranges(self, template: _Template, masked: str, text: str | None, weight: int = 1) -> None:
+    def _learn_ranges(self, template: _Template, masked: str, text: str | None, weight: int = 1,
+                      keep_out: Collection[str] = ()) -> None:
         """Take the line's values into their fields' ranges (``weight`` times: an operator's mark takes a value
-        in at once, as RANGE_EXTREMES lines)."""
+        in at once, as RANGE_EXTREMES lines), but those of the fields ``keep_out``."""
         for (key, _, _, name), value in self._fields_with_values(masked, text):
+            if key in keep_out or f"{key}={value}" in keep_out:
+                continue
             seen = template.ranges.get(key)
             if seen is None:
                 if len(template.ranges) >= MAX_FIELDS:
@@ -817,8 +828,25 @@ class AdaptiveThresholds:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
         template.startup = state.startups
-        self._learn_ranges(template, masked, text)
+        self._learn_ranges(template, masked, text, keep_out=self._held_out_of_range(state, cluster_id, masked, text)
+                           if routine else ())
         self._step(state, after_key(stream, writer), cluster_id)
+
+    def _held_out_of_range(self, state: _Source, template_id: int, masked: str, text: str | None) -> set[str]:
+        """The fields of a line held back (``learn``'s ``routine``) whose values are out of range and not yet the
+        field's routine: each comes back once more, and its value stays out of the range. Taken in, the rest
+        of a burst (held back: the news is told) made the value normal, and the field's next burst, a later
+        failure, did not alert (measured: PowerDNS Recursor's ``rcode="2"``, SERVFAIL: 9 of 20 failures
+        missed, each after the first burst's second line had been learned)."""
+        kept = set()
+        for key, _ in self._out_of_range(state, template_id, masked, text):
+            recurrence = state.range_alerts.setdefault((template_id, key), Recurrence())
+            if not recurrence.routine(state.lines, self.config):  # a routine field's values widen its range
+                kept.add(key)
+            recurrence.add(state.lines, self.config)
+        if len(state.range_alerts) > self.config.max_templates:
+            _forget_gone(state.range_alerts, state.miner)
+        return kept
 
     def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None,
              text: str | None = None, how: str | None = None, stream: str | None = None,
