@@ -73,13 +73,16 @@ source has shown, per template:
   do not count) and greatest value its normal lines held; once a field has ``range_min_lines`` of
   them, a value more than ``range_factor`` times beyond (above a field that was ever nonzero; below
   one that keeps within that factor, never under 100), a negative value where the field was
-  (almost) never negative, a nonzero error code (``err=``, ``rc=``, ``errno=``, ``status =``) where it was
-  always 0, or a code such a field never held where it held only a few (``NEW_CODE_SHARE``) alerts;
-  codes from the template's ``min_template_lines``-th normal line on.
+  (almost) never negative, a nonzero error code (``err=``, ``rc=``, ``errno=``) or status (``status =``)
+  where it was always 0, or a code an error-code field never held where it held only a few
+  (``NEW_CODE_SHARE``) alerts; codes from the template's ``min_template_lines``-th normal line on, while
+  they are at most ``YOUNG_MAX_CODES``.
   Not fields inside names (``web<N1>``, ``worker-<N2>``) or after a dot (fractions, versions). Such a
-  field that keeps going out of range turns routine like a problem pattern, and its held-back lines
-  widen the range; the rest of a burst, held back because its first lines told the news, does not. Nor a template's first line since its source's latest start-up: a restarted program
-  answers its first request of each kind slowly (cold caches, an index loaded).
+  field that keeps going out of range turns routine like a problem pattern while it keeps coming back;
+  its held-back lines (the rest of a burst, a routine's) do not widen the range
+  (``Verdict.held_out_of_range``). Nor does a quantity alert in a template's first line since its source's
+  latest start-up: a restarted program answers its first request of each kind slowly (cold caches, an
+  index loaded); a code does (a failure right after a start is a failure).
 * **Routine.** A problem pattern or a rare level that keeps coming back is the source's routine
   while it does: when it came back in ``routine_episodes`` episodes (bursts: its lines within
   ``routine_gap`` source lines of one another) within the source's last ``routine_window`` lines
@@ -153,13 +156,14 @@ from .line_words import (
 from .masking import LineMasker
 from .recurrence import Recurrence
 from .value_fields import (
-    ERROR_CODE,
     IDENTIFIER,
     MAX_FIELDS,
     NEW_CODE_SHARE,
     RANGE_EXTREMES,
     YOUNG_MAX_CODES,
+    code_field,
     count_code,
+    judged_by_codes,
     keep_least,
     range_floor,
     shown_with_value,
@@ -199,6 +203,8 @@ class Verdict:
     routine: str | None = None  # a problem rule held back because the problem keeps coming back: why
     incident: bool = False  # a line of the incident its stream's alert right before it told (``routine`` says
     # what it names): counted as an alert's line (``seen``), not learned as normal nor as a problem come back
+    held_out_of_range: tuple = ()  # (template id, field key) of each field out of range in a burst that has told
+    # its news (held back, not yet routine): ``learn`` counts it as come back and keeps its value out of the range
 
     def learnable(self) -> bool:
         return not self.anomaly and not self.incident
@@ -209,7 +215,7 @@ class _Template:
     scores: deque
     marked_normal_at: float | None = None  # highest score an operator marked normal
     # numeric field ("token.index") -> [normal lines, its RANGE_EXTREMES least values ascending, its greatest,
-    # and for an error code (ERROR_CODE) its values seen {str(value): lines}, None once there were over MAX_CODES]
+    # and for a code field (``code_field``) its values seen {str(value): lines}, None once there were over MAX_CODES]
     ranges: dict = field(default_factory=dict)
     startup: int = 0  # the source's start-up count (``_Source.startups``) at the template's latest line
 
@@ -464,13 +470,21 @@ class AdaptiveThresholds:
             verdict.routine = f"{problem}, in a pattern that {held_back}"
         beyond = self._out_of_range(state, verdict.template_id, masked, text)
         if beyond and self._first_since_start(state, verdict.template_id):
-            verdict.routine = f"{beyond[0][1]}, in the template's first line since the source started"
-        elif beyond:
-            held_back = self._held_back(state, state.range_alerts.get((verdict.template_id, beyond[0][0])))
-            if not held_back:
+            # a restarted program answers its first request of each kind slowly, but a failure's code right
+            # after a start is still a failure (PowerDNS Recursor's SERVFAIL right after another program of its
+            # source started was learned, and its next 7 failures read as normal)
+            slow = [finding for finding in beyond if not finding[2]]
+            beyond = [finding for finding in beyond if finding[2]]
+            if slow and not beyond:
+                verdict.routine = f"{slow[0][1]}, in the template's first line since the source started"
+        if beyond:
+            recurrence = state.range_alerts.get((verdict.template_id, beyond[0][0]))
+            if not self._held_back(state, recurrence):
                 return Verdict(True, verdict.threshold, OUT_OF_RANGE, verdict.template, verdict.template_id,
                                source, beyond[0][1])
-            verdict.routine = f"{beyond[0][1]}, in a field that {held_back}"
+            # the rest of a burst whose first lines told the news, or a routine's: taken into the range, it made
+            # the next burst (a later failure) normal (PowerDNS Recursor's SERVFAILs: 9 of 20 missed)
+            verdict.held_out_of_range = tuple((verdict.template_id, key) for key, *_ in beyond)
         for flows, flow_state, step, line in ((self._flows, state.flow, verdict.template_id, text),
                                               (self._named, state.named, self._named_step(state, masked), masked)):
             flow = flows.unknown(flow_state, step, line) if flows is not None else None
@@ -659,9 +673,9 @@ class AdaptiveThresholds:
         return [(f, v) for f, v in zip(fields, values) if f is not None][:MAX_FIELDS]
 
     def _out_of_range(self, state: _Source, template_id: int | None, masked: str,
-                      text: str | None) -> list[tuple[str, str]]:
-        """(field key, why) for each numeric field whose value is far outside what its template's normal
-        lines held (``range_min_lines``, ``range_factor``)."""
+                      text: str | None) -> list[tuple[str, str, bool]]:
+        """(field key, why, whether it is a code) for each numeric field whose value is far outside what its
+        template's normal lines held (``range_min_lines``, ``range_factor``), or a code they never held."""
         template = state.templates.get(template_id) if template_id is not None else None
         if template is None or not template.ranges or not self.config.range_min_lines:
             return []
@@ -672,17 +686,17 @@ class AdaptiveThresholds:
                 continue
             codes = seen[3] if len(seen) > 3 else None
             young = seen[0] < self.config.range_min_lines
-            if young and not (  # a young field: only by its codes, and only an error code's that held few
+            if young and not (  # a young field: only by its codes, where they are judged and few
                     codes is not None and len(codes) <= YOUNG_MAX_CODES and seen[0] >= self.config.min_template_lines
-                    and ERROR_CODE.search(name)):
+                    and judged_by_codes(name, codes)):
                 continue
             lines, least, greatest = seen[0], range_floor(seen[1]), seen[2]
-            if codes and str(value) not in codes and ERROR_CODE.search(name) and (
+            if codes and str(value) not in codes and judged_by_codes(name, codes) and (
                     sum(1 for count in codes.values() if count == 1) <= NEW_CODE_SHARE * lines):
                 shown = shown_with_value(token, index, value)
                 held = ", ".join(f"{int(code):,}" for code in sorted(codes, key=int))
                 beyond.append((f"{key}={value}", f"{shown!r}: a code this field never held in the template's "
-                               f"{lines:,} normal lines (only {held})"))
+                               f"{lines:,} normal lines (only {held})", True))
                 continue
             if young:
                 continue
@@ -692,11 +706,11 @@ class AdaptiveThresholds:
             # line is an identifier (ngIRCd's process id heads each line: the next process's, after a pid
             # wrap-around, alerted once per template, 14.9 false alerts per 1,000 lines)
             if (value < 0 <= least and value <= -10) or (greatest >= 1 and value > factor * greatest) or (
-                    least == greatest == 0 and value != 0 and ERROR_CODE.search(name)) or (
+                    least == greatest == 0 and value != 0 and code_field(name)) or (
                     least >= 100 and least < greatest <= factor * least and value * factor < least):
                 shown = shown_with_value(token, index, value)
                 why = f"{shown!r}: this field held {least:,} to {greatest:,} in the template's {lines:,} normal lines"
-                beyond.append((key, why))
+                beyond.append((key, why, least == greatest == 0 and code_field(name)))
         return beyond
 
     def _learn_ranges(self, template: _Template, masked: str, text: str | None, weight: int = 1,
@@ -710,7 +724,7 @@ class AdaptiveThresholds:
             if seen is None:
                 if len(template.ranges) >= MAX_FIELDS:
                     continue
-                seen = template.ranges[key] = [0, [], value] + ([{}] if ERROR_CODE.search(name) else [])
+                seen = template.ranges[key] = [0, [], value] + ([{}] if code_field(name) else [])
             for _ in range(weight):
                 seen[0] += 1
                 keep_least(seen[1], value)
@@ -790,10 +804,13 @@ class AdaptiveThresholds:
     # -- learning -------------------------------------------------------------------------------
 
     def learn(self, source: str, masked: str, score: float, level: str | None = None, routine: bool = False,
-              text: str | None = None, stream: str | None = None, writer: str | None = None) -> None:
+              text: str | None = None, stream: str | None = None, writer: str | None = None,
+              held_out_of_range: Collection[tuple[int, str]] = ()) -> None:
         """Take a line that did not alert as normal: its template's and its source's histories grow.
         ``routine``: a problem held back as routine (``Verdict.routine``): its level and problem pattern
-        count as coming back again, not as normal. ``level``, ``text``, ``stream`` and ``writer`` as for ``judge``."""
+        count as coming back again, not as normal. ``held_out_of_range`` (``Verdict.held_out_of_range``): its
+        fields that come back out of range, their values kept out. ``level``, ``text``, ``stream`` and
+        ``writer`` as for ``judge``."""
         state = self._source(source)
         if source in self._rescoring:
             cluster = self._match(state.miner, masked)
@@ -828,25 +845,13 @@ class AdaptiveThresholds:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
         template.startup = state.startups
-        self._learn_ranges(template, masked, text, keep_out=self._held_out_of_range(state, cluster_id, masked, text)
-                           if routine else ())
-        self._step(state, after_key(stream, writer), cluster_id)
-
-    def _held_out_of_range(self, state: _Source, template_id: int, masked: str, text: str | None) -> set[str]:
-        """The fields of a line held back (``learn``'s ``routine``) whose values are out of range and not yet the
-        field's routine: each comes back once more, and its value stays out of the range. Taken in, the rest
-        of a burst (held back: the news is told) made the value normal, and the field's next burst, a later
-        failure, did not alert (measured: PowerDNS Recursor's ``rcode="2"``, SERVFAIL: 9 of 20 failures
-        missed, each after the first burst's second line had been learned)."""
-        kept = set()
-        for key, _ in self._out_of_range(state, template_id, masked, text):
-            recurrence = state.range_alerts.setdefault((template_id, key), Recurrence())
-            if not recurrence.routine(state.lines, self.config):  # a routine field's values widen its range
-                kept.add(key)
-            recurrence.add(state.lines, self.config)
+        for held in held_out_of_range:
+            state.range_alerts.setdefault(held, Recurrence()).add(state.lines, self.config)
         if len(state.range_alerts) > self.config.max_templates:
             _forget_gone(state.range_alerts, state.miner)
-        return kept
+        # the line's own fields, whichever template drain files it under now (its judged template's, most often)
+        self._learn_ranges(template, masked, text, keep_out={key for _, key in held_out_of_range})
+        self._step(state, after_key(stream, writer), cluster_id)
 
     def seen(self, source: str, score: float, masked: str | None = None, level: str | None = None,
              text: str | None = None, how: str | None = None, stream: str | None = None,
@@ -877,7 +882,7 @@ class AdaptiveThresholds:
             self._flow_step(state, step, text, masked, normal=False, alerted=how == OUT_OF_ORDER)
             self._since_start(state, cluster)
             if cluster is not None:  # its fields out of range come back once more
-                for key, _ in self._out_of_range(state, cluster.cluster_id, masked, text):
+                for key, *_ in self._out_of_range(state, cluster.cluster_id, masked, text):
                     state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
                 if len(state.range_alerts) > self.config.max_templates:
                     _forget_gone(state.range_alerts, state.miner)

@@ -242,6 +242,7 @@ class LineScorer:
                                                writer=writer)
             if known_normal:
                 line.verdict = replace(line.verdict, anomaly=False, how=BASELINE, routine=None, incident=False,
+                                       held_out_of_range=(),
                                        note="a line of a known-good baseline: learned as normal")
             line.threshold = line.verdict.threshold
             if not line.verdict.learnable():  # an alert, or an incident's line (its alert's): not normal
@@ -250,7 +251,7 @@ class LineScorer:
             else:
                 self.adaptive.learn(source, line.masked, line.score, level=level,
                                     routine=line.verdict.routine is not None, text=text, stream=line.stream,
-                                    writer=writer)
+                                    writer=writer, held_out_of_range=line.verdict.held_out_of_range)
 
     def end_surprise(self, stream: str) -> float | None:
         """-log p(end of session | the stream so far), in nats; None for a model not trained with

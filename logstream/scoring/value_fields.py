@@ -30,20 +30,36 @@ def keep_least(values: list[int], value: int) -> None:
     del values[RANGE_EXTREMES:]
 
 
-# a field that names an error, exit or status code (``err=``, ``rc=``, ``exit code``, ``errno``, ``status = 17``, a
-# DNS reply's ``rcode``): its values are codes, not quantities. A code the field never held is news, where it only
-# ever held a few (slapd's ``RESULT ... err=49``, invalid credentials, after thousands of ``err=0`` and a few
-# compare results ``err=5`` and ``err=6``: measured, none of its 9 such failures alerted by the range; PowerDNS
-# Recursor's ``msg="Answer" ... rcode="2"``, a SERVFAIL, after thousands of 0 and a few 3, NXDOMAIN; snmpd's
-# ``request results (status = 17)``, notWritable, after only ever 0: its recall 0.55 -> 0.82 on the nineteenth
-# corpus, no false alert added). Codes are judged from the template's first ``min_template_lines`` normal lines,
-# not ``range_min_lines`` as a quantity's range is: a failure among a young template's lines went unjudged,
-# was learned, and made every later one normal (Slurm's ``WEXITSTATUS 137`` after an early failure; PowerDNS
-# Recursor's first SERVFAIL at its 109th line). A new code is news by Good-Turing (``NEW_CODE_SHARE``), so a
-# young field that held several codes once each (an LDAP result) is not judged yet
+# a field that names an error or exit code (``err=``, ``rc=``, ``exit code``, ``errno``, a DNS reply's ``rcode``):
+# its values are codes, not quantities. A code the field never held is news, where it only ever held a few
+# (slapd's ``RESULT ... err=49``, invalid credentials, after thousands of ``err=0`` and a few compare results
+# ``err=5`` and ``err=6``: measured, none of its 9 such failures alerted by the range; PowerDNS Recursor's
+# ``msg="Answer" ... rcode="2"``, a SERVFAIL, after thousands of 0 and a few 3, NXDOMAIN). Codes are judged from
+# the template's ``min_template_lines``-th normal line on, not its ``range_min_lines``-th as a quantity's range
+# is: a failure among a young template's lines went unjudged, was learned, and made every later one normal
+# (Slurm's ``WEXITSTATUS 137`` after an early failure; PowerDNS Recursor's first SERVFAIL at its 109th line).
+# A new code is news by Good-Turing (``NEW_CODE_SHARE``): a young field that held a code only once (an LDAP
+# result) is not judged yet
 EXIT_WORDS = r"exit(?:ed|s)?(?:\s+with)?[ _]?(?:code|status)|w?exitstatus"  # exit code 1, exited with status 1
-ERROR_CODE = re.compile(rf"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc(?:ode)?|ret(?:code|val)?|exit|status|{EXIT_WORDS}|"
+ERROR_CODE = re.compile(rf"(?i)(?<![A-Za-z])(?:err(?:no|or)?|rc(?:ode)?|ret(?:code|val)?|exit|{EXIT_WORDS}|"
                         r"result[ _]?code)\W{0,3}<N$")
+# a status (``status = 17``, ``"status": 0``): a code while it was only ever 0, success (snmpd's ``request results
+# (status = 17)``, notWritable, after only ever 0: its recall 0.55 -> 0.82 on the nineteenth corpus). Not one that
+# held another value: an HTTP status's 200, 304 and 404 are no error codes, and a first 301 is no news
+STATUS_CODE = re.compile(r"(?i)(?<![A-Za-z])status\W{0,3}<N$")
+
+
+def code_field(name: str) -> bool:
+    """Whether the field ``name`` names (``field_name``) holds codes: an error, exit or status code."""
+    return bool(ERROR_CODE.search(name) or STATUS_CODE.search(name))
+
+
+def judged_by_codes(name: str, codes: dict) -> bool:
+    """Whether a code field's value is judged by the ``codes`` it held: an error or exit code's always, a
+    status's only while it held nothing but 0."""
+    return bool(ERROR_CODE.search(name)) or (bool(STATUS_CODE.search(name)) and codes.keys() == {"0"})
+
+
 # a field named as an identifier (``with id 4242``, ``pid=31235``, ``seq 17``): a label drawn at random or counted
 # on, no quantity with a range (dnsdist's DNS query ids, 16-bit and random: 5 false alerts in the seventeenth
 # corpus's first run, a small id in a template whose ids had all been large)
@@ -98,7 +114,7 @@ LEVEL_HEADS = frozenset({"ERROR:", "ERR:"})
 def field_name(tokens: list[str], position: int, at: int) -> str:
     """What names the number at character ``at`` of token ``position``, up to the number: the token's own text
     before it (``rc=``), or where the number opens its token the (up to three) words before it
-    (``exited with code``); ends in "<N" for ERROR_CODE and EXIT_STATUS to match at its end."""
+    (``exited with code``); ends in "<N" for ERROR_CODE and STATUS_CODE to match at its end."""
     words = tokens[max(position - 3, 0):position]
     if 0 < position <= 3 and tokens[0] in LEVEL_HEADS:
         words = words[1:]  # the line's level, not a name of the number after it
