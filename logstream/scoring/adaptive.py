@@ -127,6 +127,7 @@ from collections import OrderedDict, deque
 from collections.abc import Collection
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 from drain3 import TemplateMiner
@@ -203,11 +204,20 @@ class Verdict:
     routine: str | None = None  # a problem rule held back because the problem keeps coming back: why
     incident: bool = False  # a line of the incident its stream's alert right before it told (``routine`` says
     # what it names): counted as an alert's line (``seen``), not learned as normal nor as a problem come back
-    held_out_of_range: tuple = ()  # (template id, field key) of each field out of range in a burst that has told
-    # its news (held back, not yet routine): ``learn`` counts it as come back and keeps its value out of the range
+    held_out_of_range: tuple = ()  # (template id, field key) of each field out of range that the rule held back
+    # (the rest of a burst that told its news, or a routine's): ``learn`` counts it as come back and keeps its
+    # value out of the range
 
     def learnable(self) -> bool:
         return not self.anomaly and not self.incident
+
+
+class OutOfRange(NamedTuple):
+    """A field of a line out of its template's range (``AdaptiveThresholds._out_of_range``)."""
+
+    key: str  # the field's key ("token.index"); for a code, "key=value": each code comes back on its own
+    why: str  # a readable sentence: the value, and what the template's normal lines held
+    code: bool  # a failure's code, not a quantity: news in a template's first line after a start too
 
 
 @dataclass
@@ -473,18 +483,18 @@ class AdaptiveThresholds:
             # a restarted program answers its first request of each kind slowly, but a failure's code right
             # after a start is still a failure (PowerDNS Recursor's SERVFAIL right after another program of its
             # source started was learned, and its next 7 failures read as normal)
-            slow = [finding for finding in beyond if not finding[2]]
-            beyond = [finding for finding in beyond if finding[2]]
+            slow = [finding for finding in beyond if not finding.code]
+            beyond = [finding for finding in beyond if finding.code]
             if slow and not beyond:
-                verdict.routine = f"{slow[0][1]}, in the template's first line since the source started"
+                verdict.routine = f"{slow[0].why}, in the template's first line since the source started"
         if beyond:
-            recurrence = state.range_alerts.get((verdict.template_id, beyond[0][0]))
+            recurrence = state.range_alerts.get((verdict.template_id, beyond[0].key))
             if not self._held_back(state, recurrence):
                 return Verdict(True, verdict.threshold, OUT_OF_RANGE, verdict.template, verdict.template_id,
-                               source, beyond[0][1])
+                               source, beyond[0].why)
             # the rest of a burst whose first lines told the news, or a routine's: taken into the range, it made
             # the next burst (a later failure) normal (PowerDNS Recursor's SERVFAILs: 9 of 20 missed)
-            verdict.held_out_of_range = tuple((verdict.template_id, key) for key, *_ in beyond)
+            verdict.held_out_of_range = tuple((verdict.template_id, finding.key) for finding in beyond)
         for flows, flow_state, step, line in ((self._flows, state.flow, verdict.template_id, text),
                                               (self._named, state.named, self._named_step(state, masked), masked)):
             flow = flows.unknown(flow_state, step, line) if flows is not None else None
@@ -673,9 +683,9 @@ class AdaptiveThresholds:
         return [(f, v) for f, v in zip(fields, values) if f is not None][:MAX_FIELDS]
 
     def _out_of_range(self, state: _Source, template_id: int | None, masked: str,
-                      text: str | None) -> list[tuple[str, str, bool]]:
-        """(field key, why, whether it is a code) for each numeric field whose value is far outside what its
-        template's normal lines held (``range_min_lines``, ``range_factor``), or a code they never held."""
+                      text: str | None) -> list[OutOfRange]:
+        """Each numeric field whose value is far outside what its template's normal lines held
+        (``range_min_lines``, ``range_factor``), or a code they never held."""
         template = state.templates.get(template_id) if template_id is not None else None
         if template is None or not template.ranges or not self.config.range_min_lines:
             return []
@@ -695,8 +705,8 @@ class AdaptiveThresholds:
                     sum(1 for count in codes.values() if count == 1) <= NEW_CODE_SHARE * lines):
                 shown = shown_with_value(token, index, value)
                 held = ", ".join(f"{int(code):,}" for code in sorted(codes, key=int))
-                beyond.append((f"{key}={value}", f"{shown!r}: a code this field never held in the template's "
-                               f"{lines:,} normal lines (only {held})", True))
+                beyond.append(OutOfRange(f"{key}={value}", f"{shown!r}: a code this field never held in the "
+                                         f"template's {lines:,} normal lines (only {held})", code=True))
                 continue
             if young:
                 continue
@@ -710,7 +720,7 @@ class AdaptiveThresholds:
                     least >= 100 and least < greatest <= factor * least and value * factor < least):
                 shown = shown_with_value(token, index, value)
                 why = f"{shown!r}: this field held {least:,} to {greatest:,} in the template's {lines:,} normal lines"
-                beyond.append((key, why, least == greatest == 0 and code_field(name)))
+                beyond.append(OutOfRange(key, why, code=least == greatest == 0 and code_field(name)))
         return beyond
 
     def _learn_ranges(self, template: _Template, masked: str, text: str | None, weight: int = 1,
@@ -882,8 +892,9 @@ class AdaptiveThresholds:
             self._flow_step(state, step, text, masked, normal=False, alerted=how == OUT_OF_ORDER)
             self._since_start(state, cluster)
             if cluster is not None:  # its fields out of range come back once more
-                for key, *_ in self._out_of_range(state, cluster.cluster_id, masked, text):
-                    state.range_alerts.setdefault((cluster.cluster_id, key), Recurrence()).add(state.lines, self.config)
+                for finding in self._out_of_range(state, cluster.cluster_id, masked, text):
+                    state.range_alerts.setdefault((cluster.cluster_id, finding.key),
+                                                  Recurrence()).add(state.lines, self.config)
                 if len(state.range_alerts) > self.config.max_templates:
                     _forget_gone(state.range_alerts, state.miner)
 
