@@ -204,7 +204,7 @@ class Verdict:
     routine: str | None = None  # a problem rule held back because the problem keeps coming back: why
     incident: bool = False  # a line of the incident its stream's alert right before it told (``routine`` says
     # what it names): counted as an alert's line (``seen``), not learned as normal nor as a problem come back
-    held_out_of_range: tuple = ()  # (template id, field key) of each field out of range that the rule held back
+    held_out_of_range: tuple[tuple[int, str], ...] = ()  # (template id, field key) of each field out of range that the rule held back
     # (the rest of a burst that told its news, or a routine's): ``learn`` counts it as come back and keeps its
     # value out of the range
 
@@ -715,12 +715,13 @@ class AdaptiveThresholds:
             # alerted, measured on PostgreSQL), and one that varied: a field that held one value in every normal
             # line is an identifier (ngIRCd's process id heads each line: the next process's, after a pid
             # wrap-around, alerted once per template, 14.9 false alerts per 1,000 lines)
+            only_zero_code = least == greatest == 0 and code_field(name)
             if (value < 0 <= least and value <= -10) or (greatest >= 1 and value > factor * greatest) or (
-                    least == greatest == 0 and value != 0 and code_field(name)) or (
+                    only_zero_code and value != 0) or (
                     least >= 100 and least < greatest <= factor * least and value * factor < least):
                 shown = shown_with_value(token, index, value)
                 why = f"{shown!r}: this field held {least:,} to {greatest:,} in the template's {lines:,} normal lines"
-                beyond.append(OutOfRange(key, why, code=least == greatest == 0 and code_field(name)))
+                beyond.append(OutOfRange(key, why, code=only_zero_code))
         return beyond
 
     def _learn_ranges(self, template: _Template, masked: str, text: str | None, weight: int = 1,
@@ -728,7 +729,7 @@ class AdaptiveThresholds:
         """Take the line's values into their fields' ranges (``weight`` times: an operator's mark takes a value
         in at once, as RANGE_EXTREMES lines), but those of the fields ``keep_out``."""
         for (key, _, _, name), value in self._fields_with_values(masked, text):
-            if key in keep_out or f"{key}={value}" in keep_out:
+            if keep_out and (key in keep_out or f"{key}={value}" in keep_out):
                 continue
             seen = template.ranges.get(key)
             if seen is None:
@@ -855,10 +856,8 @@ class AdaptiveThresholds:
             template = state.templates[cluster_id] = _Template(deque(maxlen=self.config.history))
         template.scores.append(score)
         template.startup = state.startups
-        for held in held_out_of_range:
-            state.range_alerts.setdefault(held, Recurrence()).add(state.lines, self.config)
-        if len(state.range_alerts) > self.config.max_templates:
-            _forget_gone(state.range_alerts, state.miner)
+        if held_out_of_range:
+            self._out_of_range_again(state, held_out_of_range)
         # the line's own fields, whichever template drain files it under now (its judged template's, most often)
         self._learn_ranges(template, masked, text, keep_out={key for _, key in held_out_of_range})
         self._step(state, after_key(stream, writer), cluster_id)
@@ -892,11 +891,16 @@ class AdaptiveThresholds:
             self._flow_step(state, step, text, masked, normal=False, alerted=how == OUT_OF_ORDER)
             self._since_start(state, cluster)
             if cluster is not None:  # its fields out of range come back once more
-                for finding in self._out_of_range(state, cluster.cluster_id, masked, text):
-                    state.range_alerts.setdefault((cluster.cluster_id, finding.key),
-                                                  Recurrence()).add(state.lines, self.config)
-                if len(state.range_alerts) > self.config.max_templates:
-                    _forget_gone(state.range_alerts, state.miner)
+                self._out_of_range_again(state, [(cluster.cluster_id, finding.key) for finding in
+                                                 self._out_of_range(state, cluster.cluster_id, masked, text)])
+
+    def _out_of_range_again(self, state: _Source, fields: Collection[tuple[int, str]]) -> None:
+        """Each field, (template id, field key), out of range once more: an alert's (``seen``) or one the rule
+        held back (``learn``); ``range_alerts`` kept within ``max_templates``."""
+        for held in fields:
+            state.range_alerts.setdefault(held, Recurrence()).add(state.lines, self.config)
+        if len(state.range_alerts) > self.config.max_templates:
+            _forget_gone(state.range_alerts, state.miner)
 
     def _in_startup(self, state: _Source) -> bool:
         """Whether the source is starting up: within ``startup_lines`` of its latest orderly start or stop."""
