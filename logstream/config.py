@@ -305,13 +305,18 @@ class AdaptiveSettings(Section):
                                       "chronological F1 at the live threshold 0.522 -> 0.423: benchmarks/results/"
                                       "detection.md). 0: as `episode_alerts`")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
-    incident_word_share: float = Field(0.01, ge=0, le=1, description="a stream's line right after one of its "
-                                       "alerts, in another pattern, that shares a rare word with the alert (held "
+    incident_word_share: float = Field(0.01, ge=0, le=1, description="a stream's line soon after one of its "
+                                       "alerts (`incident_lines`), in another pattern, that shares a rare word with the alert (held "
                                        "by at most this share of the source's normal lines; not a level, a word "
                                        "of the language, a short code nor a problem word) is that incident's line, "
                                        "not news of its own: Supervisor's `killing 'archiver' with SIGKILL` then "
                                        "`stopped: archiver (terminated by SIGKILL)` (logstream.scoring.incident; "
                                        "0 turns this off)")
+    incident_lines: int = Field(4, ge=1, description="lines of a stream after one of its alerts within which a "
+                                "line that names the alert's rare word, in another pattern, is that incident's "
+                                "(`incident_word_share`): coturn writes a session's `TCP socket error` and, a line or "
+                                "two of other sessions later, its `closed ... reason: TCP socket buffer operation "
+                                "error` (1: the next line only)")
     startup_lines: int = Field(50, ge=0, description="lines of a source after a line that reports a start or stop "
                                "(and after its first line) that are its start-up: a line there without problem words "
                                "whose pattern the source also wrote in an earlier start-up, and never away from one, "

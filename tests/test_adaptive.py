@@ -1627,3 +1627,30 @@ def test_the_line_right_after_an_alert_that_names_the_same_thing_is_that_inciden
     assert [v.anomaly for v in verdicts] == [True, True]
     _, (_, stopped_off, _) = run(incident, CONFIG.model_copy(update={"incident_word_share": 0}))
     assert stopped_off.anomaly
+
+
+def test_an_incident_told_a_few_lines_apart_in_its_stream_is_one_alert():
+    """coturn writes ``session 001000000000000042: TCP socket error: Connection reset by peer``, then a line of
+    another session or two, then ``session 001000000000000042: closed (2nd stage) ... reason: TCP socket buffer
+    operation error``: one incident, which alerted twice. A line that names the alert's thing within
+    ``incident_lines`` lines of its stream is the alert's; past them, it is news again."""
+    def run(between: int, config=CONFIG):
+        adaptive = AdaptiveThresholds(config)
+        rng = random.Random(0)
+        normal = lambda: f"session opened for user {rng.choice(USERS)} by root"  # noqa: E731
+        for _ in range(300):
+            line = normal()
+            assert not judge_and_learn(adaptive, line, text=line, stream="turnserver").anomaly
+        reset = "session 7781234: TCP socket error: Connection reset by peer"
+        closed = "session 7781234: closed, reason: TCP socket buffer operation error"
+        verdicts = [judge_and_learn(adaptive, reset, level="ERROR", text=reset, stream="turnserver")]
+        for _ in range(between):
+            line = normal()
+            assert not judge_and_learn(adaptive, line, text=line, stream="turnserver").anomaly
+        return verdicts + [judge_and_learn(adaptive, closed, level="WARN", text=closed, stream="turnserver")]
+
+    assert CONFIG.incident_lines == 4
+    reset, closed = run(between=2)
+    assert reset.anomaly and not closed.anomaly and closed.incident and "'7781234'" in closed.routine
+    assert [v.anomaly for v in run(between=4)] == [True, True]  # five lines on: news of its own
+    assert [v.anomaly for v in run(between=2, config=CONFIG.model_copy(update={"incident_lines": 1}))] == [True, True]

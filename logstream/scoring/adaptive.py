@@ -202,7 +202,7 @@ class Verdict:
     source: str | None = None
     note: str = ""  # a readable sentence saying where the threshold came from
     routine: str | None = None  # a problem rule held back because the problem keeps coming back: why
-    incident: bool = False  # a line of the incident its stream's alert right before it told (``routine`` says
+    incident: bool = False  # a line of the incident one of its stream's latest lines told (``routine`` says
     # what it names): counted as an alert's line (``seen``), not learned as normal nor as a problem come back
     held_out_of_range: tuple[tuple[int, str], ...] = ()  # (template id, field key) of each field out of range that the rule held back
     # (the rest of a burst that told its news, or a routine's): ``learn`` counts it as come back and keeps its
@@ -433,8 +433,8 @@ class AdaptiveThresholds:
                            "which alerted")
         verdict = self._judge_line(source, state, verdict, masked, score, calibrated, level, text, stream, writer)
         if verdict.anomaly and named:  # a line that would not alert is learned as any line is
-            return replace(verdict, anomaly=False, incident=True, routine=f"names {named!r} as the alert right "
-                           "before it in its stream did: that incident's line")
+            return replace(verdict, anomaly=False, incident=True, routine=f"names {named!r} as an alert a few "
+                           "lines before it in its stream did: that incident's line")
         return verdict
 
     def _judge_line(self, source: str, state: _Source, verdict: Verdict, masked: str, score: float,
@@ -868,7 +868,7 @@ class AdaptiveThresholds:
         """Count a line that alerted (it is not learned from, but the source has shown one more line,
         at its level; with its text, its problem pattern counts one more alert, and its entities move
         on to its step: ``how`` it alerted, ``OUT_OF_ORDER``, counts its pair of steps once more).
-        ``incident``: the line did not alert itself, it is a line of the alert right before it
+        ``incident``: the line did not alert itself, it is a line of an alert a few lines before it
         (``Verdict.incident``): the line after it is judged on its own."""
         if source in self._rescoring:
             return
@@ -1015,7 +1015,7 @@ class AdaptiveThresholds:
                        template_id: int | None, text: str | None) -> tuple[bool, str | None]:
         """Whether the line is part of its stream's latest alert: whether it goes on a record that alerted
         (RabbitMQ writes each line of a report with its header: 9 lines, each a rare ERROR line), and the thing
-        it names as the alert right before it did, in another pattern (its ``_line_key``, found only then;
+        it names as an alert within its stream's last ``incident_lines`` lines did, in another pattern (its ``_line_key``, found only then;
         ``logstream.scoring.incident``), or None. Either is not news of its own, nor learned as normal (the same
         pattern again is a burst, which the problem rules count: ``episode_alerts``). Keeps the line's record as
         the stream's latest."""
@@ -1023,9 +1023,12 @@ class AdaptiveThresholds:
             return False, None
         latest = state.records.get(stream)
         same = record is not None and latest is not None and latest[0] == record and latest[1]
-        _keep_recent(state.records, stream, (record, same, None, None), self.config.flow_entities)
-        named = shared_name(latest[3], text) if latest is not None else None
-        if named and same_pattern(latest[2], self._line_key(state, masked, template_id), self.config.similarity):
+        # the alert's names stay open for its stream's next ``incident_lines`` lines
+        alert = latest[2:] if latest is not None and latest[3] and latest[4] < self.config.incident_lines else None
+        _keep_recent(state.records, stream, (record, same, *(alert[:2] if alert else (None, None)),
+                                             alert[2] + 1 if alert else 0), self.config.flow_entities)
+        named = shared_name(alert[1], text) if alert is not None else None
+        if named and same_pattern(alert[0], self._line_key(state, masked, template_id), self.config.similarity):
             named = None  # the same pattern again is a burst
         return same, named
 
@@ -1034,7 +1037,7 @@ class AdaptiveThresholds:
         """A line of the stream's latest record alerted: the rest of that record is its alert's, and so is the
         stream's next line where it names one of ``names`` in another pattern than ``line`` (``_line_key``)."""
         if stream in state.records:
-            state.records[stream] = (state.records[stream][0], True, line, names)
+            state.records[stream] = (state.records[stream][0], True, line, names, 0)
 
     def _line_key(self, state: _Source, masked: str, template_id: int | None = None) -> tuple[int | None, str]:
         """A line's pattern for ``_part_of_alert`` (``incident.same_pattern``): its template, where it has one,

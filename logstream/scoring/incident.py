@@ -1,8 +1,11 @@
-"""One incident told in two lines: the line right after an alert that names the same thing as the alert.
+"""One incident told in two lines: a line soon after an alert in its stream (``incident_lines``) that names the
+same thing as the alert.
 
 Supervisor writes ``killing 'archiver' (877) with SIGKILL`` and, a millisecond later, ``stopped: archiver
 (terminated by SIGKILL)``; snmpd ``sess_process_packet: parse fail`` then ``sess_process_packet: post-parse fail``;
-upsd ``fopen .../upsd.pid: No such file or directory`` then ``Could not find PID file '.../upsd.pid'``. The thing
+upsd ``fopen .../upsd.pid: No such file or directory`` then ``Could not find PID file '.../upsd.pid'``; coturn a
+session's ``TCP socket error`` and, a line or two of other sessions later, its ``closed ... reason: TCP socket
+buffer operation error``. The thing
 named is a word few of the source's normal lines hold (a program, a session, a file, a client): not the usual
 vocabulary (the component every line names, ``main``), not a level, not a problem word (two failures in a row
 that share only ``failed`` are two pieces of news).
