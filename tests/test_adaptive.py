@@ -1637,7 +1637,10 @@ def test_an_incident_told_a_few_lines_apart_in_its_stream_is_one_alert():
     def run(between: int, config=CONFIG):
         adaptive = AdaptiveThresholds(config)
         rng = random.Random(0)
-        normal = lambda: f"session opened for user {rng.choice(USERS)} by root"  # noqa: E731
+
+        def normal() -> str:
+            return f"session opened for user {rng.choice(USERS)} by root"
+
         for _ in range(300):
             line = normal()
             assert not judge_and_learn(adaptive, line, text=line, stream="turnserver").anomaly
