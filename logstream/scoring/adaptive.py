@@ -232,6 +232,16 @@ class _Template:
 
 
 
+class _StreamRecord(NamedTuple):
+    """A stream's latest line as the incident rules need it (``AdaptiveThresholds._part_of_alert``)."""
+
+    record: str | None  # its record: time and level (``record_key``)
+    alerted: bool  # a line of that record alerted: the rest of the record is that alert's
+    alert: tuple[int | None, str] | None = None  # the pattern (``_line_key``) of an alert whose names are open
+    names: frozenset[str] | None = None  # the things that alert named (``incident``)
+    since: int = 0  # the stream's lines since that alert
+
+
 @dataclass
 class _Source:
     miner: TemplateMiner
@@ -260,9 +270,7 @@ class _Source:
     startup_patterns: OrderedDict = field(default_factory=OrderedDict)
     # stream -> the step (template) of its latest line, least recent first: what a problem came right after
     previous: OrderedDict = field(default_factory=OrderedDict)
-    # stream -> (its latest line's record: time and level, whether a line of that record alerted, and where its
-    # latest line alerted, that line's pattern (``_line_key``) and the things it names: ``incident``)
-    records: OrderedDict = field(default_factory=OrderedDict)
+    records: OrderedDict = field(default_factory=OrderedDict)  # stream -> its ``_StreamRecord``, least recent first
     words: WordCounts = field(default_factory=WordCounts)  # how many normal lines hold each word
     # stream -> its lines so far, least recent first: the clock of a pattern only that stream has shown
     stream_lines: OrderedDict = field(default_factory=OrderedDict)
@@ -1015,29 +1023,30 @@ class AdaptiveThresholds:
                        template_id: int | None, text: str | None) -> tuple[bool, str | None]:
         """Whether the line is part of its stream's latest alert: whether it goes on a record that alerted
         (RabbitMQ writes each line of a report with its header: 9 lines, each a rare ERROR line), and the thing
-        it names as an alert within its stream's last ``incident_lines`` lines did, in another pattern (its ``_line_key``, found only then;
-        ``logstream.scoring.incident``), or None. Either is not news of its own, nor learned as normal (the same
+        it names as an alert within its stream's last ``incident_lines`` lines did, in another pattern (its
+        ``_line_key``, found only then; ``logstream.scoring.incident``), or None. Either is not news of its own, nor learned as normal (the same
         pattern again is a burst, which the problem rules count: ``episode_alerts``). Keeps the line's record as
         the stream's latest."""
         if stream is None:
             return False, None
         latest = state.records.get(stream)
-        same = record is not None and latest is not None and latest[0] == record and latest[1]
-        # the alert's names stay open for its stream's next ``incident_lines`` lines
-        alert = latest[2:] if latest is not None and latest[3] and latest[4] < self.config.incident_lines else None
-        _keep_recent(state.records, stream, (record, same, *(alert[:2] if alert else (None, None)),
-                                             alert[2] + 1 if alert else 0), self.config.flow_entities)
-        named = shared_name(alert[1], text) if alert is not None else None
-        if named and same_pattern(alert[0], self._line_key(state, masked, template_id), self.config.similarity):
+        same = record is not None and latest is not None and latest.record == record and latest.alerted
+        # an alert's names stay open for its stream's next ``incident_lines`` lines
+        open_alert = latest is not None and latest.names and latest.since < self.config.incident_lines
+        _keep_recent(state.records, stream, _StreamRecord(record, same, latest.alert, latest.names, latest.since + 1)
+                     if open_alert else _StreamRecord(record, same), self.config.flow_entities)
+        named = shared_name(latest.names, text) if open_alert else None
+        if named and same_pattern(latest.alert, self._line_key(state, masked, template_id), self.config.similarity):
             named = None  # the same pattern again is a burst
         return same, named
 
-    def _record_alerted(self, state: _Source, stream: str | None, line: int | str | None = None,
+    def _record_alerted(self, state: _Source, stream: str | None, line: tuple[int | None, str] | None = None,
                         names: frozenset[str] | None = None) -> None:
-        """A line of the stream's latest record alerted: the rest of that record is its alert's, and so is the
-        stream's next line where it names one of ``names`` in another pattern than ``line`` (``_line_key``)."""
+        """A line of the stream's latest record alerted: the rest of that record is its alert's, and so is a line
+        of the stream's next ``incident_lines`` that names one of ``names`` in another pattern than ``line``
+        (``_line_key``)."""
         if stream in state.records:
-            state.records[stream] = (state.records[stream][0], True, line, names, 0)
+            state.records[stream] = _StreamRecord(state.records[stream].record, True, line, names)
 
     def _line_key(self, state: _Source, masked: str, template_id: int | None = None) -> tuple[int | None, str]:
         """A line's pattern for ``_part_of_alert`` (``incident.same_pattern``): its template, where it has one,
