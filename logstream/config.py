@@ -306,9 +306,10 @@ class AdaptiveSettings(Section):
                                       "detection.md). 0: as `episode_alerts`")
     routine_gap: int = Field(20, ge=1, description="lines of a source without the pattern that end an episode")
     incident_word_share: float = Field(0.01, ge=0, le=1, description="a stream's line soon after one of its "
-                                       "alerts (`incident_lines`), in another pattern, that shares a rare word with the alert (held "
-                                       "by at most this share of the source's normal lines; not a level, a word "
-                                       "of the language, a short code nor a problem word) is that incident's line, "
+                                       "alerts (`incident_lines`), in another pattern, that shares a rare word "
+                                       "with the alert (held by at most this share of the source's normal lines; "
+                                       "not a level, a word of the language, a short code nor a problem word) is "
+                                       "that incident's line, "
                                        "not news of its own: Supervisor's `killing 'archiver' with SIGKILL` then "
                                        "`stopped: archiver (terminated by SIGKILL)` (logstream.scoring.incident; "
                                        "0 turns this off)")

@@ -204,9 +204,9 @@ class Verdict:
     routine: str | None = None  # a problem rule held back because the problem keeps coming back: why
     incident: bool = False  # a line of the incident one of its stream's latest lines told (``routine`` says
     # what it names): counted as an alert's line (``seen``), not learned as normal nor as a problem come back
-    held_out_of_range: tuple[tuple[int, str], ...] = ()  # (template id, field key) of each field out of range that the rule held back
-    # (the rest of a burst that told its news, or a routine's): ``learn`` counts it as come back and keeps its
-    # value out of the range
+    # (template id, field key) of each field out of range that the rule held back (the rest of a burst that told
+    # its news, or a routine's): ``learn`` counts it as come back and keeps its value out of the range
+    held_out_of_range: tuple[tuple[int, str], ...] = ()
 
     def learnable(self) -> bool:
         return not self.anomaly and not self.incident
@@ -1024,9 +1024,9 @@ class AdaptiveThresholds:
         """Whether the line is part of its stream's latest alert: whether it goes on a record that alerted
         (RabbitMQ writes each line of a report with its header: 9 lines, each a rare ERROR line), and the thing
         it names as an alert within its stream's last ``incident_lines`` lines did, in another pattern (its
-        ``_line_key``, found only then; ``logstream.scoring.incident``), or None. Either is not news of its own, nor learned as normal (the same
-        pattern again is a burst, which the problem rules count: ``episode_alerts``). Keeps the line's record as
-        the stream's latest."""
+        ``_line_key``, found only then; ``logstream.scoring.incident``), or None. Either is not news of its own,
+        nor learned as normal (the same pattern again is a burst, which the problem rules count:
+        ``episode_alerts``). Keeps the line's record as the stream's latest."""
         if stream is None:
             return False, None
         latest = state.records.get(stream)
